@@ -1,0 +1,54 @@
+// Blocks and segments. A segment is one device allocation; its blocks tile it exactly,
+// in address order, linked by prev/next. Blocks are split when handed out and merged with
+// free neighbours when freed (Note [Split thresholds] in size_policy.h).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "../device/device.h"
+
+namespace cca {
+
+struct BlockPool;
+struct Segment;
+
+enum class BlockState : std::uint8_t {
+  kFree,         // in its pool's free set, reusable
+  kAllocated,    // handed out to a caller
+  kPendingFree,  // freed by the caller, waiting on events of streams that used it
+};
+
+struct Block {
+  DevicePtr ptr = 0;
+  std::size_t size = 0;
+  // The caller's unrounded size; kept after free (snapshots show it), 0 for a remainder
+  // that was never handed out.
+  std::size_t requested_size = 0;
+  StreamId stream = 0;  // the stream it was allocated on; it is only reused on this stream
+  BlockPool* pool = nullptr;
+  Segment* segment = nullptr;
+  Block* prev = nullptr;
+  Block* next = nullptr;
+  BlockState state = BlockState::kFree;
+  // Whether this allocation counts in oversize_allocations; fixed at hand-out so that a
+  // later change of max_split_size cannot make the count drift.
+  bool counted_oversize = false;
+  int event_count = 0;                // events still to complete before it becomes free
+  std::vector<StreamId> stream_uses;  // other streams recorded with record_stream
+  std::uint64_t gc_stamp = 0;         // pool's get_free_blocks count when it became free
+  std::uint32_t owner = 0;            // the JS environment that allocated it (0: none)
+
+  bool is_split() const { return prev != nullptr || next != nullptr; }
+};
+
+struct Segment {
+  DevicePtr ptr = 0;
+  std::size_t size = 0;
+  StreamId stream = 0;
+  BlockPool* pool = nullptr;
+  Block* head = nullptr;  // the block at the segment's lowest address
+  bool counted_oversize = false;
+};
+
+}  // namespace cca

@@ -1,0 +1,23 @@
+#include "block_pool.h"
+
+namespace cca {
+
+Block* BlockPool::take_best_fit(StreamId stream, std::size_t size, const AllocatorConfig& cfg) {
+  Block key;
+  key.stream = stream;
+  key.size = size;
+  key.ptr = 0;
+  auto it = blocks.lower_bound(&key);
+  if (it == blocks.end() || (*it)->stream != stream) return nullptr;
+  Block* found = *it;
+  // Note [Why oversize blocks are never split]: splitting a huge block for a small request
+  // would pin the whole segment for as long as the small allocation lives.
+  if (size < cfg.max_split_size && found->size >= cfg.max_split_size) return nullptr;
+  if (size >= cfg.max_split_size && found->size >= size + cfg.max_non_split_rounding_size) {
+    return nullptr;
+  }
+  blocks.erase(it);
+  return found;
+}
+
+}  // namespace cca

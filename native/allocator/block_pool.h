@@ -1,0 +1,43 @@
+// A pool of free blocks ordered by (stream, size, address), searched best fit: the
+// smallest block on the same stream that is large enough, lowest address on ties. Blocks
+// never move between streams: a block freed on one stream may still be in use by work
+// queued on it, so only that stream may reuse it without synchronizing.
+#pragma once
+#include <cstdint>
+#include <set>
+
+#include "block.h"
+#include "config.h"
+
+namespace cca {
+
+struct BlockBySize {
+  bool operator()(const Block* a, const Block* b) const {
+    if (a->stream != b->stream) return a->stream < b->stream;
+    if (a->size != b->size) return a->size < b->size;
+    return a->ptr < b->ptr;
+  }
+};
+
+struct BlockPool {
+  explicit BlockPool(bool small) : is_small(small) {}
+  BlockPool(const BlockPool&) = delete;
+  BlockPool& operator=(const BlockPool&) = delete;
+
+  // Removes and returns the best fit for a rounded request, or nullptr. Applies the
+  // oversize rules: a request below max_split_size never takes a block at or above it,
+  // and a request at or above it only takes a block less than
+  // max_non_split_rounding_size bigger than itself.
+  Block* take_best_fit(StreamId stream, std::size_t size, const AllocatorConfig& cfg);
+  void insert(Block* block) { blocks.insert(block); }
+  void erase(Block* block) { blocks.erase(block); }
+  bool contains(Block* block) const { return blocks.count(block) > 0; }
+
+  const bool is_small;
+  std::set<Block*, BlockBySize> blocks;
+  // Counts best-fit searches while garbage collection is on; a block's age is this count
+  // minus its gc_stamp.
+  std::uint64_t get_free_blocks_call_count = 0;
+};
+
+}  // namespace cca

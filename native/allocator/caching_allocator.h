@@ -1,0 +1,160 @@
+// One device's caching allocator: PyTorch's policy (see the overview at the top of
+// caching_allocator.cpp) over the device contract.
+//
+// Thread safety: every public method may be called from any thread; one mutex per device
+// serializes them. Callbacks and OOM observers run without the mutex held.
+// Stream semantics: memory returned for stream S may be used by work on S at once; it is
+// reused for another allocation on S only after free(), and by work on another stream only
+// after record_stream() made the allocator wait for that stream.
+// Sizes are in bytes.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "../device/device.h"
+#include "block.h"
+#include "block_pool.h"
+#include "config.h"
+#include "errors.h"
+#include "pointer_map.h"
+#include "stats.h"
+#include "stream_uses.h"
+
+namespace cca {
+
+class StateChange;
+
+// Read-only views for snapshots and validation.
+struct BlockView {
+  DevicePtr address;
+  std::size_t size;
+  std::size_t requested_size;
+  BlockState state;
+  std::uint32_t owner;
+};
+struct SegmentView {
+  DevicePtr address;
+  std::size_t total_size;
+  StreamId stream;
+  bool is_small;
+  std::vector<BlockView> blocks;
+};
+
+class DeviceCachingAllocator {
+ public:
+  DeviceCachingAllocator(Device& device, const AllocatorConfig& config);
+  // Returns every segment to the device. Live allocations are released too.
+  ~DeviceCachingAllocator();
+  DeviceCachingAllocator(const DeviceCachingAllocator&) = delete;
+  DeviceCachingAllocator& operator=(const DeviceCachingAllocator&) = delete;
+
+  // Returns size bytes usable on `stream` (0 for size 0). Throws InvalidArgumentError for
+  // an unknown stream, OutOfMemoryError when even an empty cache cannot satisfy it (and
+  // for 1 EiB or more, before touching any state), DeviceError on other device failures.
+  DevicePtr malloc(std::uint64_t size, StreamId stream, std::uint32_t owner = 0);
+  // Frees a pointer from malloc. Throws InvalidPointerError for anything else (a foreign
+  // pointer, an interior pointer, a double free), changing nothing.
+  void free(DevicePtr ptr);
+  // Makes the block wait, when freed, for the work queued on `stream` so far.
+  void record_stream(DevicePtr ptr, StreamId stream);
+  // Waits for all pending frees, then returns every unsplit free block to the device.
+  void empty_cache();
+
+  StreamId create_stream();
+  void destroy_stream(StreamId stream);
+  void synchronize_stream(StreamId stream);
+  void synchronize();
+  bool is_live_stream(StreamId stream) const;
+
+  // Caps reserved memory at fraction * device total; in [0, 1].
+  void set_memory_fraction(double fraction);
+  double memory_fraction() const;
+  void set_config(const AllocatorConfig& config);
+  AllocatorConfig config() const;
+
+  DeviceStats stats() const;
+  void reset_peak_stats();
+  void reset_accumulated_stats();
+  void mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes);
+
+  // Frees every live allocation made by `owner` (a JS environment being torn down).
+  std::size_t release_owner(std::uint32_t owner);
+  std::size_t live_allocation_count() const;
+
+  // Called when no cached block fits, before asking the device; return true if memory
+  // was freed. Runs without the allocator's mutex.
+  void add_free_memory_callback(std::function<bool()> callback);
+  // Called before an OutOfMemoryError is thrown, without the allocator's mutex.
+  void add_oom_observer(std::function<void(const OutOfMemoryInfo&)> observer);
+
+  // Checks every invariant; returns "" when all hold, else the first broken clause.
+  std::string validate() const;
+  std::vector<SegmentView> segments() const;
+  Device& device() { return device_; }
+  int device_index() const { return device_.index(); }
+
+ private:
+  struct AllocParams {
+    std::uint64_t requested = 0;
+    std::size_t size = 0;        // rounded
+    std::size_t alloc_size = 0;  // segment size if a new segment is needed
+    StreamId stream = 0;
+    BlockPool* pool = nullptr;
+    Block* block = nullptr;
+    Status device_status = Status::kOk;
+  };
+
+  // --- the state transitions (transitions.cpp): the only code that changes blocks ---
+  Block* segment_allocated(DevicePtr ptr, std::size_t size, StreamId stream, BlockPool& pool);
+  Block* hand_out(Block* free_block, const AllocParams& p, std::uint32_t owner);
+  void free_requested(Block* block);
+  void free_completed(Block* block);
+  void segment_released(Block* block);
+  void commit(const StateChange& change);
+
+  // --- policy (caching_allocator.cpp) ---
+  void check_stream(StreamId stream) const;
+  BlockPool& pool_for(std::size_t rounded) { return rounded <= kSmallSize ? small_blocks_ : large_blocks_; }
+  bool get_free_block(AllocParams& p);
+  bool trigger_free_memory_callbacks(std::unique_lock<std::mutex>& lock);
+  bool alloc_block(AllocParams& p, bool is_retry);
+  bool release_available_cached_blocks(const AllocParams& p);
+  void release_cached_blocks();
+  void release_free_blocks(BlockPool& pool);
+  void garbage_collect_cached_blocks();
+  void process_events();
+  void synchronize_and_free_events();
+  void insert_events(Block* block);
+  bool gc_enabled() const { return fraction_set_ && config_.garbage_collection_threshold > 0.0; }
+  [[noreturn]] void throw_oom(const AllocParams& p, std::unique_lock<std::mutex>& lock);
+  std::size_t total_reserved() const;
+
+  Block* new_block();
+  void delete_block(Block* block);
+
+  Device& device_;
+  mutable std::mutex mu_;
+  AllocatorConfig config_;
+  BlockPool small_blocks_{true};
+  BlockPool large_blocks_{false};
+  PointerMap allocated_;  // kAllocated blocks by address
+  std::unordered_map<DevicePtr, std::unique_ptr<Segment>> segments_;
+  StreamEvents events_;
+  std::unordered_set<StreamId> streams_;  // live streams created here (0 is always live)
+  DeviceStats stats_;
+  bool fraction_set_ = false;
+  double fraction_ = 1.0;
+  std::size_t allowed_memory_maximum_ = 0;
+  std::vector<Block*> spare_blocks_;  // recycled Block objects: no heap traffic on split/merge
+  std::vector<std::function<bool()>> free_memory_callbacks_;
+  std::vector<std::function<void(const OutOfMemoryInfo&)>> oom_observers_;
+};
+
+}  // namespace cca

@@ -1,0 +1,38 @@
+#include "runtime.h"
+
+namespace cca {
+
+Runtime::Runtime(std::unique_ptr<Platform> platform, const AllocatorConfig& config, std::string note)
+    : platform_(std::move(platform)), note_(std::move(note)), config_(config) {
+  for (int i = 0; i < platform_->device_count(); ++i) {
+    allocators_.push_back(std::make_unique<DeviceCachingAllocator>(platform_->device(i), config));
+  }
+}
+
+Runtime::~Runtime() {
+  allocators_.clear();  // allocators return their segments before the devices go away
+  platform_.reset();
+}
+
+DeviceCachingAllocator& Runtime::allocator(int device) {
+  if (device < 0 || device >= device_count()) {
+    throw InvalidArgumentError("device " + std::to_string(device) + " does not exist: there are " +
+                                   std::to_string(device_count()) + " devices (0.." +
+                                   std::to_string(device_count() - 1) + ")",
+                               "ERR_CCA_INVALID_DEVICE");
+  }
+  return *allocators_[static_cast<std::size_t>(device)];
+}
+
+void Runtime::set_config(const AllocatorConfig& config) {
+  std::lock_guard<std::mutex> lock(mu_);
+  config_ = config;
+  for (auto& a : allocators_) a->set_config(config);
+}
+
+AllocatorConfig Runtime::config() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return config_;
+}
+
+}  // namespace cca

@@ -1,0 +1,39 @@
+// The allocators of one process: one per device of the chosen platform, shared by every
+// thread (and every worker thread's JS environment) of the process.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../device/device.h"
+#include "caching_allocator.h"
+#include "config.h"
+
+namespace cca {
+
+class Runtime {
+ public:
+  // `note` says why this platform was chosen (e.g. "no CUDA driver: using sim").
+  Runtime(std::unique_ptr<Platform> platform, const AllocatorConfig& config, std::string note);
+  ~Runtime();
+
+  int device_count() const { return static_cast<int>(allocators_.size()); }
+  // Throws InvalidArgumentError (ERR_CCA_INVALID_DEVICE) for an index out of range.
+  DeviceCachingAllocator& allocator(int device);
+  Platform& platform() { return *platform_; }
+  const std::string& selection_note() const { return note_; }
+
+  // Applies a parsed config to every device's allocator.
+  void set_config(const AllocatorConfig& config);
+  AllocatorConfig config() const;
+
+ private:
+  std::unique_ptr<Platform> platform_;
+  std::vector<std::unique_ptr<DeviceCachingAllocator>> allocators_;
+  std::string note_;
+  mutable std::mutex mu_;
+  AllocatorConfig config_;
+};
+
+}  // namespace cca

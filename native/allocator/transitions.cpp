@@ -1,0 +1,158 @@
+// The state transitions of the allocator, and the only code that changes blocks:
+//
+//   segment allocated -> (block split) -> block handed out -> free requested
+//        -> [pending on other streams' events] -> free completed (+ blocks merged)
+//        -> segment released
+//
+// Each records the blocks it touches before and after into a StateChange and commits it,
+// so stats follow block states exactly. A device call that can fail happens before any
+// mutation, so a failure leaves the state as it was.
+#include <string>
+
+#include "caching_allocator.h"
+#include "size_policy.h"
+#include "state_change.h"
+
+namespace cca {
+
+Block* DeviceCachingAllocator::new_block() {
+  if (spare_blocks_.empty()) return new Block();
+  Block* b = spare_blocks_.back();
+  spare_blocks_.pop_back();
+  return b;
+}
+
+void DeviceCachingAllocator::delete_block(Block* block) {
+  *block = Block{};
+  spare_blocks_.push_back(block);
+}
+
+void DeviceCachingAllocator::commit(const StateChange& change) {
+  change.delta().apply_to(stats_);
+}
+
+// The new segment's single block is free and unsplit but not in the free set: the caller
+// hands it out at once.
+Block* DeviceCachingAllocator::segment_allocated(DevicePtr ptr, std::size_t size, StreamId stream,
+                                                 BlockPool& pool) {
+  auto segment = std::make_unique<Segment>();
+  segment->ptr = ptr;
+  segment->size = size;
+  segment->stream = stream;
+  segment->pool = &pool;
+  segment->counted_oversize = size >= config_.max_split_size;
+  Block* block = new_block();
+  block->ptr = ptr;
+  block->size = size;
+  block->stream = stream;
+  block->pool = &pool;
+  block->segment = segment.get();
+  segment->head = block;
+
+  StateChange change;
+  change.after(*segment);
+  change.after(*block);
+  segments_.emplace(ptr, std::move(segment));
+  ++stats_.num_device_alloc;
+  commit(change);
+  return block;
+}
+
+// `block` was taken out of the free set; split off the front if the size rules say so.
+Block* DeviceCachingAllocator::hand_out(Block* block, const AllocParams& p, std::uint32_t owner) {
+  StateChange change;
+  change.before(*block);
+  Block* result = block;
+  if (should_split(block->size, p.size, block->pool->is_small, config_)) {
+    Block* front = new_block();
+    front->ptr = block->ptr;
+    front->size = p.size;
+    front->stream = block->stream;
+    front->pool = block->pool;
+    front->segment = block->segment;
+    front->prev = block->prev;
+    front->next = block;
+    if (front->prev != nullptr) {
+      front->prev->next = front;
+    } else {
+      block->segment->head = front;
+    }
+    block->prev = front;
+    block->ptr += p.size;
+    block->size -= p.size;
+    block->pool->insert(block);
+    change.after(*block);
+    result = front;
+  }
+  result->state = BlockState::kAllocated;
+  result->requested_size = static_cast<std::size_t>(p.requested);
+  result->owner = owner;
+  result->counted_oversize = result->size >= config_.max_split_size;
+  allocated_.insert(result->ptr, result);
+  change.after(*result);
+  commit(change);
+  return result;
+}
+
+void DeviceCachingAllocator::free_requested(Block* block) {
+  // Recording events is the one step here that can fail; do it first.
+  if (!block->stream_uses.empty()) events_.record(block, block->stream_uses);
+  allocated_.erase(block->ptr);
+  StateChange change;
+  change.before(*block);
+  block->state = BlockState::kPendingFree;
+  block->stream_uses.clear();
+  change.after(*block);
+  commit(change);
+  if (block->event_count == 0) free_completed(block);
+}
+
+void DeviceCachingAllocator::free_completed(Block* block) {
+  StateChange change;
+  change.before(*block);
+  for (Block* neighbour : {block->prev, block->next}) {
+    if (neighbour == nullptr || neighbour->state != BlockState::kFree) continue;
+    change.before(*neighbour);
+    neighbour->pool->erase(neighbour);
+    if (neighbour == block->prev) {
+      block->ptr = neighbour->ptr;
+      block->prev = neighbour->prev;
+      if (block->prev != nullptr) {
+        block->prev->next = block;
+      } else {
+        block->segment->head = block;
+      }
+    } else {
+      block->next = neighbour->next;
+      if (block->next != nullptr) block->next->prev = block;
+    }
+    block->size += neighbour->size;
+    delete_block(neighbour);
+  }
+  block->state = BlockState::kFree;
+  block->gc_stamp = block->pool->get_free_blocks_call_count;
+  block->pool->insert(block);
+  change.after(*block);
+  commit(change);
+}
+
+// `block` is free, unsplit (it spans its whole segment) and in its pool's free set.
+void DeviceCachingAllocator::segment_released(Block* block) {
+  Segment* segment = block->segment;
+  Status s = device_.free(segment->ptr);
+  if (s != Status::kOk) {
+    throw DeviceError("cudaFree failed on device " + std::to_string(device_.index()) + ": " +
+                      status_name(s) + " (" + device_.last_error() + ")");
+  }
+  StateChange change;
+  change.before(*block);
+  change.before(*segment);
+  block->pool->erase(block);
+  ++stats_.num_device_free;
+  commit(change);
+  delete_block(block);
+  const DevicePtr key = segment->ptr;  // copied: erase destroys the segment
+  segments_.erase(key);
+}
+
+}  // namespace cca

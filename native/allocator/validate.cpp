@@ -1,0 +1,118 @@
+// The invariant validator. A predicate: it returns the first broken clause, or "".
+//  1. Blocks tile their segment: contiguous, linked both ways, same stream and pool.
+//  2. No two adjacent free blocks are left unmerged.
+//  3. Every free block is in exactly its pool's free set, and the sets hold nothing else.
+//  4. Allocated blocks are exactly those in the pointer map; pending ones wait on events.
+//  5. Stats equal the sums over blocks and segments; allocated <= active <= reserved.
+#include <sstream>
+
+#include "caching_allocator.h"
+#include "state_change.h"
+
+namespace cca {
+
+namespace {
+std::string hex(std::uint64_t v) {
+  std::ostringstream os;
+  os << "0x" << std::hex << v;
+  return os.str();
+}
+const char* kind_name(int k) {
+  static const char* names[kNumStatKinds] = {"allocation",     "segment",      "active",
+                                             "inactive_split", "allocated_bytes", "reserved_bytes",
+                                             "active_bytes",   "inactive_split_bytes", "requested_bytes"};
+  return names[k];
+}
+}  // namespace
+
+std::string DeviceCachingAllocator::validate() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  StateChange expected;
+  std::size_t free_blocks = 0;
+  std::size_t allocated_blocks = 0;
+  std::size_t pending_events = 0;
+
+  for (const auto& [key, segment] : segments_) {
+    const Segment& seg = *segment;
+    if (key != seg.ptr) return "segment map key " + hex(key) + " differs from segment " + hex(seg.ptr);
+    if (seg.head == nullptr || seg.head->prev != nullptr) return "segment " + hex(seg.ptr) + " has a bad head block";
+    expected.after(seg);
+    DevicePtr cursor = seg.ptr;
+    const Block* prev = nullptr;
+    for (const Block* b = seg.head; b != nullptr; prev = b, b = b->next) {
+      const std::string where = "block " + hex(b->ptr) + " of segment " + hex(seg.ptr);
+      if (b->ptr != cursor) return where + " does not start where its predecessor ends (" + hex(cursor) + ")";
+      if (b->size == 0 || b->size % kMinBlockSize != 0) return where + " has size " + std::to_string(b->size);
+      if (b->prev != prev) return where + " has a broken prev link";
+      if (b->segment != &seg || b->pool != seg.pool || b->stream != seg.stream) {
+        return where + " disagrees with its segment on segment, pool or stream";
+      }
+      cursor += b->size;
+      expected.after(*b);
+      const bool in_set = b->pool->contains(const_cast<Block*>(b));
+      BlockPool* other = b->pool == &small_blocks_ ? const_cast<BlockPool*>(&large_blocks_)
+                                                   : const_cast<BlockPool*>(&small_blocks_);
+      if (other->contains(const_cast<Block*>(b))) return where + " is in the wrong pool's free set";
+      switch (b->state) {
+        case BlockState::kFree:
+          ++free_blocks;
+          if (!in_set) return where + " is free but not in its pool's free set";
+          if (b->event_count != 0 || !b->stream_uses.empty()) return where + " is free with events or stream uses";
+          if (prev != nullptr && prev->state == BlockState::kFree) return where + " and its free predecessor were not merged";
+          break;
+        case BlockState::kAllocated:
+          ++allocated_blocks;
+          if (in_set) return where + " is allocated but in a free set";
+          if (allocated_.find(b->ptr) != b) return where + " is allocated but missing from the pointer map";
+          if (b->event_count != 0) return where + " is allocated with outstanding events";
+          break;
+        case BlockState::kPendingFree:
+          if (in_set) return where + " is pending free but in a free set";
+          if (b->event_count <= 0) return where + " is pending free with no outstanding event";
+          if (allocated_.find(b->ptr) != nullptr) return where + " is pending free but still in the pointer map";
+          pending_events += static_cast<std::size_t>(b->event_count);
+          break;
+      }
+    }
+    if (cursor != seg.ptr + seg.size) return "blocks of segment " + hex(seg.ptr) + " do not add up to its size";
+  }
+  if (free_blocks != small_blocks_.blocks.size() + large_blocks_.blocks.size()) {
+    return "free sets hold " + std::to_string(small_blocks_.blocks.size() + large_blocks_.blocks.size()) +
+           " blocks but " + std::to_string(free_blocks) + " blocks are free";
+  }
+  if (allocated_blocks != allocated_.size()) {
+    return "pointer map holds " + std::to_string(allocated_.size()) + " entries for " +
+           std::to_string(allocated_blocks) + " allocated blocks";
+  }
+  if (pending_events != events_.pending()) {
+    return "blocks wait on " + std::to_string(pending_events) + " events but " + std::to_string(events_.pending()) +
+           " are queued";
+  }
+
+  DeviceStats sums;
+  expected.delta().apply_to(sums);
+  static const char* pools[3] = {"all", "small_pool", "large_pool"};
+  for (int k = 0; k < kNumStatKinds; ++k) {
+    for (int p = 0; p < 3; ++p) {
+      const Stat& have = stats_.arrays[k][p];
+      const std::int64_t want = sums.arrays[k][p].current;
+      if (have.current != want) {
+        return std::string(kind_name(k)) + "." + pools[p] + ".current is " + std::to_string(have.current) +
+               " but the blocks sum to " + std::to_string(want);
+      }
+      if (have.peak < have.current) return std::string(kind_name(k)) + "." + pools[p] + ".peak is below current";
+      if (have.allocated - have.freed != have.current) {
+        return std::string(kind_name(k)) + "." + pools[p] + ": allocated - freed != current";
+      }
+    }
+  }
+  if (stats_.oversize_allocations.current != sums.oversize_allocations.current) return "oversize_allocations drifted";
+  if (stats_.oversize_segments.current != sums.oversize_segments.current) return "oversize_segments drifted";
+  const auto bytes = [&](StatKind k) { return stats_.arrays[k][kAggregate].current; };
+  if (!(bytes(kAllocatedBytes) <= bytes(kActiveBytes) && bytes(kActiveBytes) <= bytes(kReservedBytes))) {
+    return "allocated <= active <= reserved does not hold";
+  }
+  return "";
+}
+
+}  // namespace cca

@@ -1,0 +1,64 @@
+// The device contract: the dozen primitives the allocator core needs from a GPU.
+// Every primitive returns a Status instead of throwing, because retry policy (release the
+// cache and try again) belongs to the allocator, not to the backend.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace cca {
+
+using DevicePtr = std::uint64_t;   // a device address; 0 is the null pointer
+using StreamId = std::uint64_t;    // a raw stream handle; 0 is the default stream
+using EventId = std::uint64_t;     // a raw event handle
+
+enum class Status {
+  kOk,
+  kOutOfMemory,   // the device has no room: the allocator may release its cache and retry
+  kNotReady,      // an event or stream has work outstanding
+  kInvalidValue,  // an unknown handle or a bad argument reached the backend
+  kError,         // any other device failure: the allocator turns it into a DeviceError
+};
+
+const char* status_name(Status s);
+
+// One GPU. Methods may be called from several threads; backends synchronize internally.
+// Preconditions: sizes are non-zero multiples of 512; output pointers are non-null.
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  virtual int index() const = 0;
+  virtual std::string name() const = 0;
+  virtual bool is_simulated() const = 0;
+  // A short description of the last failure on this thread, for error messages.
+  virtual std::string last_error() const = 0;
+
+  virtual Status malloc(DevicePtr* out, std::size_t size) = 0;
+  virtual Status free(DevicePtr ptr) = 0;
+  virtual Status mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) = 0;
+
+  virtual Status stream_create(StreamId* out) = 0;
+  virtual Status stream_destroy(StreamId stream) = 0;
+  virtual Status stream_synchronize(StreamId stream) = 0;
+  virtual Status device_synchronize() = 0;
+
+  // Events carry no timing; they only tell when the work recorded before them is done.
+  virtual Status event_create(EventId* out) = 0;
+  virtual Status event_record(EventId event, StreamId stream) = 0;
+  virtual Status event_query(EventId event) = 0;  // kOk when complete, kNotReady otherwise
+  virtual Status event_synchronize(EventId event) = 0;
+  virtual Status event_destroy(EventId event) = 0;
+};
+
+// A set of devices of one backend.
+class Platform {
+ public:
+  virtual ~Platform() = default;
+  virtual std::string backend() const = 0;  // "sim" or "cuda"
+  virtual int device_count() const = 0;
+  virtual Device& device(int index) = 0;
+};
+
+}  // namespace cca

@@ -1,0 +1,233 @@
+#include "sim_device.h"
+
+#include <stdexcept>
+
+namespace cca {
+
+namespace {
+// Each device gets its own 1 TiB window of fake addresses, far from anything a host
+// pointer could be, so a host pointer passed as a device pointer is always foreign.
+constexpr DevicePtr kAddressBase = 0x7f0000000000ull;
+constexpr DevicePtr kAddressWindow = 0x10000000000ull;  // 1 TiB
+// cudaMalloc returns 512-byte aligned memory at least; segments are 2 MiB multiples anyway.
+constexpr std::size_t kSimAlignment = 512;
+
+thread_local std::string t_last_error;
+}  // namespace
+
+SimDevice::SimDevice(int index, std::size_t capacity_bytes)
+    : index_(index),
+      capacity_(capacity_bytes),
+      base_(kAddressBase + static_cast<DevicePtr>(index) * kAddressWindow) {
+  if (capacity_bytes == 0 || capacity_bytes > kAddressWindow) {
+    throw std::invalid_argument("simulated capacity must be between 1 byte and 1 TiB");
+  }
+  free_ranges_.emplace(base_, kAddressWindow);
+}
+
+std::string SimDevice::name() const {
+  return "Simulated GPU " + std::to_string(index_) + " (sim backend, " +
+         std::to_string(capacity_ >> 20) + " MiB, no real memory)";
+}
+
+std::string SimDevice::last_error() const { return t_last_error; }
+
+Status SimDevice::fail(Status s, std::string message) const {
+  t_last_error = std::move(message);
+  return s;
+}
+
+Status SimDevice::malloc(DevicePtr* out, std::size_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (fail_mallocs_ > 0) {
+    --fail_mallocs_;
+    return fail(Status::kOutOfMemory, "simulated cudaMalloc failure (fault injection)");
+  }
+  std::size_t aligned = (size + kSimAlignment - 1) / kSimAlignment * kSimAlignment;
+  if (aligned < size || used_ + aligned > capacity_ || used_ + aligned < used_) {
+    return fail(Status::kOutOfMemory, "simulated device is full");
+  }
+  // First fit over the free ranges keeps addresses low and stable from run to run.
+  for (auto it = free_ranges_.begin(); it != free_ranges_.end(); ++it) {
+    if (it->second < aligned) continue;
+    DevicePtr ptr = it->first;
+    std::size_t rest = it->second - aligned;
+    free_ranges_.erase(it);
+    if (rest > 0) free_ranges_.emplace(ptr + aligned, rest);
+    live_.emplace(ptr, aligned);
+    used_ += aligned;
+    *out = ptr;
+    return Status::kOk;
+  }
+  return fail(Status::kOutOfMemory, "simulated address space exhausted");
+}
+
+Status SimDevice::free(DevicePtr ptr) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(ptr);
+  if (it == live_.end()) return fail(Status::kInvalidValue, "cudaFree of an unknown pointer");
+  std::size_t len = it->second;
+  live_.erase(it);
+  used_ -= len;
+  auto next = free_ranges_.lower_bound(ptr);
+  if (next != free_ranges_.end() && next->first == ptr + len) {
+    len += next->second;
+    next = free_ranges_.erase(next);
+  }
+  if (next != free_ranges_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == ptr) {
+      prev->second += len;
+      return Status::kOk;
+    }
+  }
+  free_ranges_.emplace(ptr, len);
+  return Status::kOk;
+}
+
+Status SimDevice::mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  *free_bytes = capacity_ - used_;
+  *total_bytes = capacity_;
+  return Status::kOk;
+}
+
+bool SimDevice::stream_known_locked(StreamId stream) const {
+  return stream == 0 || streams_.count(stream) > 0;
+}
+
+Status SimDevice::stream_create(StreamId* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Fake handles shaped like pointers, distinct per device, never 0 (the default stream).
+  StreamId id = (static_cast<StreamId>(index_ + 1) << 24) | (next_stream_++ << 4);
+  streams_.insert(id);
+  *out = id;
+  return Status::kOk;
+}
+
+Status SimDevice::stream_destroy(StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stream == 0 || !streams_.count(stream)) {
+    return fail(Status::kInvalidValue, "destroy of an unknown stream");
+  }
+  // Like cuStreamDestroy: work already queued still completes.
+  complete_stream_locked(stream);
+  held_streams_.erase(stream);
+  streams_.erase(stream);
+  return Status::kOk;
+}
+
+Status SimDevice::stream_synchronize(StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "unknown stream");
+  complete_stream_locked(stream);
+  return Status::kOk;
+}
+
+Status SimDevice::device_synchronize() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, ev] : events_) ev.pending = false;
+  return Status::kOk;
+}
+
+Status SimDevice::event_create(EventId* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  EventId id = next_event_++;
+  events_.emplace(id, Event{});
+  *out = id;
+  return Status::kOk;
+}
+
+Status SimDevice::event_record(EventId event, StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = events_.find(event);
+  if (it == events_.end()) return fail(Status::kInvalidValue, "record of an unknown event");
+  if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "record on an unknown stream");
+  it->second.stream = stream;
+  it->second.pending = held_streams_.count(stream) > 0;
+  return Status::kOk;
+}
+
+Status SimDevice::event_query(EventId event) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (fail_event_queries_ > 0) {
+    --fail_event_queries_;
+    return fail(Status::kError, "simulated cudaEventQuery failure (fault injection)");
+  }
+  auto it = events_.find(event);
+  if (it == events_.end()) return fail(Status::kInvalidValue, "query of an unknown event");
+  return it->second.pending ? Status::kNotReady : Status::kOk;
+}
+
+Status SimDevice::event_synchronize(EventId event) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = events_.find(event);
+  if (it == events_.end()) return fail(Status::kInvalidValue, "synchronize of an unknown event");
+  // Waiting on an event means the work before it ran: the simulated stream catches up.
+  complete_stream_locked(it->second.stream);
+  return Status::kOk;
+}
+
+Status SimDevice::event_destroy(EventId event) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!events_.erase(event)) return fail(Status::kInvalidValue, "destroy of an unknown event");
+  return Status::kOk;
+}
+
+void SimDevice::complete_stream_locked(StreamId stream) {
+  for (auto& [id, ev] : events_) {
+    if (ev.stream == stream) ev.pending = false;
+  }
+}
+
+void SimDevice::hold_stream(StreamId stream, bool held) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (held) {
+    held_streams_.insert(stream);
+  } else {
+    held_streams_.erase(stream);
+  }
+}
+
+void SimDevice::complete_stream(StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  complete_stream_locked(stream);
+}
+
+void SimDevice::fail_next_mallocs(int n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_mallocs_ = n < 0 ? 0 : n;
+}
+
+void SimDevice::fail_next_event_queries(int n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_event_queries_ = n < 0 ? 0 : n;
+}
+
+std::size_t SimDevice::used_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return used_;
+}
+
+std::size_t SimDevice::live_allocations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_.size();
+}
+
+std::size_t SimDevice::pending_events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::size_t n = 0;
+  for (const auto& [id, ev] : events_) n += ev.pending ? 1 : 0;
+  return n;
+}
+
+SimPlatform::SimPlatform(const SimOptions& options) {
+  if (options.devices < 1 || options.devices > 64) {
+    throw std::invalid_argument("simulated device count must be between 1 and 64");
+  }
+  for (int i = 0; i < options.devices; ++i) {
+    devices_.push_back(std::make_unique<SimDevice>(i, options.capacity_bytes));
+  }
+}
+
+}  // namespace cca

@@ -1,0 +1,98 @@
+// A simulated GPU: real bookkeeping of a fixed capacity over a fake address range, so the
+// allocator's policy (fragmentation, OOM, retries, stream-ordered reuse) runs unchanged on
+// a machine with no GPU. It holds no memory contents, and always says it is simulated.
+#pragma once
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../device.h"
+
+namespace cca {
+
+struct SimOptions {
+  int devices = 1;
+  std::size_t capacity_bytes = std::size_t{16} << 30;  // per device; PyTorch tests often assume 16 GiB
+};
+
+class SimDevice final : public Device {
+ public:
+  SimDevice(int index, std::size_t capacity_bytes);
+
+  int index() const override { return index_; }
+  std::string name() const override;
+  bool is_simulated() const override { return true; }
+  std::string last_error() const override;
+
+  Status malloc(DevicePtr* out, std::size_t size) override;
+  Status free(DevicePtr ptr) override;
+  Status mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) override;
+
+  Status stream_create(StreamId* out) override;
+  Status stream_destroy(StreamId stream) override;
+  Status stream_synchronize(StreamId stream) override;
+  Status device_synchronize() override;
+
+  Status event_create(EventId* out) override;
+  Status event_record(EventId event, StreamId stream) override;
+  Status event_query(EventId event) override;
+  Status event_synchronize(EventId event) override;
+  Status event_destroy(EventId event) override;
+
+  // --- controls for tests and demos (not part of the device contract) ---
+  // A held stream keeps the events recorded on it pending until complete_stream() or a
+  // synchronize; an unheld stream completes its work at once.
+  void hold_stream(StreamId stream, bool held);
+  void complete_stream(StreamId stream);
+  // The next n device mallocs report kOutOfMemory, as cudaMalloc would on a full GPU.
+  void fail_next_mallocs(int n);
+  // The next n event queries report kError.
+  void fail_next_event_queries(int n);
+  std::size_t used_bytes() const;
+  std::size_t live_allocations() const;
+  std::size_t pending_events() const;
+
+ private:
+  struct Event {
+    StreamId stream = 0;
+    bool pending = false;
+  };
+
+  Status fail(Status s, std::string message) const;
+  void complete_stream_locked(StreamId stream);
+  bool stream_known_locked(StreamId stream) const;
+
+  const int index_;
+  const std::size_t capacity_;
+  const DevicePtr base_;
+  mutable std::mutex mu_;
+  std::size_t used_ = 0;
+  std::map<DevicePtr, std::size_t> free_ranges_;  // address -> length, coalesced
+  std::unordered_map<DevicePtr, std::size_t> live_;
+  std::set<StreamId> streams_;
+  std::set<StreamId> held_streams_;
+  std::unordered_map<EventId, Event> events_;
+  std::uint64_t next_stream_ = 1;
+  std::uint64_t next_event_ = 1;
+  int fail_mallocs_ = 0;
+  int fail_event_queries_ = 0;
+};
+
+class SimPlatform final : public Platform {
+ public:
+  explicit SimPlatform(const SimOptions& options);
+  std::string backend() const override { return "sim"; }
+  int device_count() const override { return static_cast<int>(devices_.size()); }
+  Device& device(int index) override { return *devices_.at(index); }
+  SimDevice& sim_device(int index) { return *devices_.at(index); }
+
+ private:
+  std::vector<std::unique_ptr<SimDevice>> devices_;
+};
+
+}  // namespace cca

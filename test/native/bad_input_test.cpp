@@ -1,0 +1,80 @@
+// Bad input gets an error with a stable code and changes nothing: the validator passes
+// and every stat is equal before and after.
+#include "allocator/errors.h"
+#include "fixture.h"
+#include "harness.h"
+
+using namespace cca;
+using namespace test;
+
+namespace {
+template <class F>
+void expect_unchanged(Fixture& f, F&& bad) {
+  auto before = f.all_stats();
+  auto segs_before = f.a().segments().size();
+  bad();
+  CHECK(before == f.all_stats());
+  CHECK_EQ(f.a().segments().size(), segs_before);
+  CHECK_VALID(f.a());
+}
+}  // namespace
+
+TEST(bad_pointers_and_streams_change_nothing) {
+  Fixture f;
+  StreamId s1 = f.a().create_stream();
+  DevicePtr p = f.a().malloc(4096, 0);
+  DevicePtr q = f.a().malloc(4096, s1);
+  f.a().free(q);
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().free(q), InvalidPointerError, "INVALID_POINTER"); });
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().free(p + 512), InvalidPointerError, "INVALID_POINTER"); });
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().free(0x1234000), InvalidPointerError, "INVALID_POINTER"); });
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().record_stream(q, s1), InvalidPointerError, "INVALID_POINTER"); });
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().malloc(100, 0xdead0), InvalidArgumentError, "INVALID_STREAM"); });
+  f.a().destroy_stream(s1);
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().malloc(100, s1), InvalidArgumentError, "INVALID_STREAM"); });
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().record_stream(p, s1), InvalidArgumentError, "INVALID_STREAM"); });
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().destroy_stream(s1), InvalidArgumentError, "INVALID_STREAM"); });
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().destroy_stream(0), InvalidArgumentError, "INVALID_STREAM"); });
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().set_memory_fraction(-0.1), InvalidArgumentError, "INVALID_ARGUMENT"); });
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().malloc(std::uint64_t{1} << 62, 0), OutOfMemoryError, "OUT_OF_MEMORY"); });
+  expect_unchanged(f, [&] { CHECK_EQ(f.a().malloc(0, 0), DevicePtr{0}); });
+  f.a().free(p);
+  CHECK_VALID(f.a());
+}
+
+TEST(a_pointer_of_another_device_is_foreign) {
+  Fixture f(16 * GiB, AllocatorConfig{}, 2);
+  DevicePtr p = f.a(1).malloc(4096, 0);
+  auto before = f.all_stats(0);
+  CHECK_THROWS(f.a(0).free(p), InvalidPointerError, "INVALID_POINTER");
+  CHECK(before == f.all_stats(0));
+  f.a(1).free(p);
+  CHECK_VALID(f.a(0));
+  CHECK_VALID(f.a(1));
+}
+
+TEST(a_failing_event_query_is_a_device_error_that_changes_nothing) {
+  Fixture f;
+  StreamId s1 = f.a().create_stream();
+  f.sim().hold_stream(s1, true);
+  DevicePtr p = f.a().malloc(4096, 0);
+  f.a().record_stream(p, s1);
+  f.a().free(p);
+  f.sim().fail_next_event_queries(1);
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().malloc(4096, 0), DeviceError, "ERR_CCA_DEVICE"); });
+  f.sim().complete_stream(s1);
+  CHECK_EQ(f.a().malloc(4096, 0), p);
+  CHECK_VALID(f.a());
+}
+
+TEST(destroying_a_recorded_stream_waits_for_it) {
+  Fixture f;
+  StreamId s1 = f.a().create_stream();
+  f.sim().hold_stream(s1, true);
+  DevicePtr p = f.a().malloc(4096, 0);
+  f.a().record_stream(p, s1);
+  f.a().destroy_stream(s1);
+  f.a().free(p);  // nothing left to wait for: free at once
+  CHECK_EQ(f.cur(kActive), std::int64_t{0});
+  CHECK_VALID(f.a());
+}

@@ -1,0 +1,38 @@
+// A simulated device with one allocator, for tests.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "allocator/caching_allocator.h"
+#include "allocator/size_policy.h"
+#include "device/sim/sim_device.h"
+
+namespace test {
+
+constexpr std::size_t KiB = 1024;
+constexpr std::size_t MiB = 1024 * 1024;
+constexpr std::size_t GiB = 1024 * MiB;
+
+struct Fixture {
+  explicit Fixture(std::size_t capacity = 16 * GiB, cca::AllocatorConfig cfg = {}, int devices = 1)
+      : platform(cca::SimOptions{devices, capacity}) {
+    for (int i = 0; i < devices; ++i) {
+      allocators.push_back(std::make_unique<cca::DeviceCachingAllocator>(platform.device(i), cfg));
+    }
+  }
+  cca::DeviceCachingAllocator& a(int device = 0) { return *allocators.at(device); }
+  cca::SimDevice& sim(int device = 0) { return platform.sim_device(device); }
+  std::int64_t cur(cca::StatKind k, cca::StatPool p = cca::kAggregate, int device = 0) {
+    return a(device).stats().arrays[k][p].current;
+  }
+  std::vector<double> all_stats(int device = 0) {
+    std::vector<double> v(cca::stat_keys().size());
+    cca::stat_values(a(device).stats(), -1, v.data());
+    return v;
+  }
+
+  cca::SimPlatform platform;
+  std::vector<std::unique_ptr<cca::DeviceCachingAllocator>> allocators;
+};
+
+}  // namespace test

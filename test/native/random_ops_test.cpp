@@ -1,0 +1,132 @@
+// Randomized operation sequences over two simulated devices and several streams, with the
+// validator after every step. Seeded and deterministic; a failure prints the seed and step.
+// CCA_RANDOM_OPS sets the number of operations (default 100000; the sanitizer run uses
+// fewer). This is a correctness stress, not a benchmark.
+#include <cstdlib>
+#include <iostream>
+#include <map>
+
+#include "allocator/errors.h"
+#include "fixture.h"
+#include "harness.h"
+
+using namespace cca;
+using namespace test;
+
+namespace {
+
+struct Rng {
+  std::uint64_t s;
+  std::uint64_t next() {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  }
+  std::uint64_t below(std::uint64_t n) { return next() % n; }
+};
+
+struct Live {
+  int device;
+  StreamId stream;
+};
+
+std::size_t ops_from_env() {
+  const char* v = std::getenv("CCA_RANDOM_OPS");
+  return v ? static_cast<std::size_t>(std::strtoull(v, nullptr, 10)) : 100000;
+}
+
+void run_sequence(std::uint64_t seed, std::size_t ops) {
+  Fixture f(256 * MiB, AllocatorConfig{}, 2);
+  Rng rng{seed};
+  std::map<DevicePtr, Live> live;
+  std::vector<std::vector<StreamId>> streams(2, std::vector<StreamId>{0});
+  std::size_t step = 0;
+  try {
+    for (step = 0; step < ops; ++step) {
+      const int dev = static_cast<int>(rng.below(2));
+      auto& a = f.a(dev);
+      auto& ss = streams[static_cast<std::size_t>(dev)];
+      const std::uint64_t op = rng.below(100);
+      if (op < 45) {
+        std::uint64_t size;
+        const std::uint64_t kind = rng.below(10);
+        if (kind < 6) size = 1 + rng.below(64 * KiB);
+        else if (kind < 8) size = 1 + rng.below(2 * MiB);
+        else if (kind < 9) size = 1 + rng.below(24 * MiB);
+        else size = 1 + rng.below(120 * MiB);
+        StreamId s = ss[rng.below(ss.size())];
+        try {
+          DevicePtr p = a.malloc(size, s);
+          if (p % 512 != 0) harness::fail(__FILE__, __LINE__, "unaligned pointer");
+          if (live.count(p)) harness::fail(__FILE__, __LINE__, "pointer handed out twice");
+          live[p] = Live{dev, s};
+        } catch (const OutOfMemoryError&) {
+          // expected under pressure: 256 MiB per device
+        }
+      } else if (op < 85) {
+        if (live.empty()) continue;
+        auto it = live.begin();
+        std::advance(it, static_cast<long>(rng.below(live.size())));
+        f.a(it->second.device).free(it->first);
+        live.erase(it);
+      } else if (op < 90) {
+        if (live.empty()) continue;
+        auto it = live.begin();
+        std::advance(it, static_cast<long>(rng.below(live.size())));
+        auto& owner_streams = streams[static_cast<std::size_t>(it->second.device)];
+        f.a(it->second.device).record_stream(it->first, owner_streams[rng.below(owner_streams.size())]);
+      } else if (op < 93) {
+        if (ss.size() < 4) {
+          StreamId s = a.create_stream();
+          f.sim(dev).hold_stream(s, rng.below(2) == 0);
+          ss.push_back(s);
+        }
+      } else if (op < 95) {
+        if (ss.size() > 1) f.sim(dev).complete_stream(ss[1 + rng.below(ss.size() - 1)]);
+      } else if (op < 96) {
+        if (ss.size() > 1) {
+          std::size_t i = 1 + rng.below(ss.size() - 1);
+          StreamId s = ss[i];
+          bool used = false;
+          for (auto& [p, l] : live) used = used || (l.device == dev && l.stream == s);
+          if (!used) {
+            a.destroy_stream(s);
+            ss.erase(ss.begin() + static_cast<long>(i));
+          }
+        }
+      } else if (op < 97) {
+        a.empty_cache();
+      } else if (op < 98) {
+        a.synchronize();
+      } else if (op < 99) {
+        a.set_config(rng.below(2) ? AllocatorConfig::parse("max_split_size_mb:40")
+                                  : AllocatorConfig{});
+      } else {
+        a.set_memory_fraction(rng.below(2) ? 1.0 : 0.5);
+      }
+      for (int d = 0; d < 2; ++d) {
+        const std::string v = f.a(d).validate();
+        if (!v.empty()) harness::fail(__FILE__, __LINE__, "device " + std::to_string(d) + ": " + v);
+      }
+    }
+    for (auto& [p, l] : live) f.a(l.device).free(p);
+    for (int d = 0; d < 2; ++d) {
+      f.a(d).empty_cache();
+      CHECK_VALID(f.a(d));
+      CHECK_EQ(f.a(d).stats().arrays[kReservedBytes][kAggregate].current, std::int64_t{0});
+      CHECK_EQ(f.sim(d).used_bytes(), std::size_t{0});
+    }
+  } catch (const std::exception& e) {
+    std::cout << "random sequence failed: seed " << seed << ", step " << step << "\n";
+    throw;
+  }
+}
+
+}  // namespace
+
+TEST(randomized_sequences_keep_every_invariant) {
+  const std::size_t total = ops_from_env();
+  const std::uint64_t seeds[] = {0x9E3779B97F4A7C15ull, 12345, 271828, 314159};
+  for (std::uint64_t seed : seeds) run_sequence(seed, total / 4);
+}
