@@ -1,0 +1,23 @@
+// The addon's entry: it only installs per-environment state and registers exports.
+#include <napi.h>
+
+#include "addon_state.h"
+#include "allocation_functions.h"
+#include "memory_functions.h"
+#include "runtime_functions.h"
+#include "stream_functions.h"
+
+namespace {
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  cca::binding::install_state(env);
+  cca::binding::register_allocation_functions(env, exports);
+  cca::binding::register_stream_functions(env, exports);
+  cca::binding::register_memory_functions(env, exports);
+  cca::binding::register_runtime_functions(env, exports);
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(cuda_caching_allocator, Init)

@@ -1,0 +1,65 @@
+#include "addon_state.h"
+
+#include <atomic>
+
+#include "runtime_holder.h"
+
+namespace cca::binding {
+
+namespace {
+std::atomic<std::uint32_t> g_next_owner{1};
+
+void release_environment(AddonState* s) {
+  // The environment is going away (a worker exits, or the process ends): its buffers can
+  // no longer be freed from JS, so they are freed here.
+  try {
+    Runtime& r = runtime();
+    for (int d = 0; d < r.device_count(); ++d) r.allocator(d).release_owner(s->owner);
+  } catch (...) {
+    // Teardown must not throw; a runtime that cannot be built has nothing to release.
+  }
+}
+}  // namespace
+
+AddonState& state(Napi::Env env) { return *env.GetInstanceData<AddonState>(); }
+
+void install_state(Napi::Env env) {
+  auto* s = new AddonState();
+  s->owner = g_next_owner.fetch_add(1);
+  env.SetInstanceData<AddonState>(s);
+  env.AddCleanupHook([s] { release_environment(s); });
+}
+
+void throw_js(Napi::Env env, const AllocatorError& e) {
+  const char* kind = "allocator";
+  Napi::Object fields = Napi::Object::New(env);
+  if (auto* oom = dynamic_cast<const OutOfMemoryError*>(&e)) {
+    kind = "oom";
+    const OutOfMemoryInfo& i = oom->info();
+    fields.Set("device", static_cast<double>(i.device));
+    fields.Set("requested", static_cast<double>(i.requested));
+    fields.Set("allocSize", static_cast<double>(i.alloc_size));
+    fields.Set("deviceFree", static_cast<double>(i.device_free));
+    fields.Set("deviceTotal", static_cast<double>(i.device_total));
+    fields.Set("allowed", static_cast<double>(i.allowed));
+    fields.Set("allocated", static_cast<double>(i.allocated));
+    fields.Set("reserved", static_cast<double>(i.reserved));
+  } else if (dynamic_cast<const InvalidPointerError*>(&e)) {
+    kind = "pointer";
+  } else if (dynamic_cast<const InvalidArgumentError*>(&e)) {
+    kind = "argument";
+  } else if (dynamic_cast<const DeviceError*>(&e)) {
+    kind = "device";
+  }
+  AddonState& s = state(env);
+  if (!s.error_factory.IsEmpty()) {
+    Napi::Value err = s.error_factory.Call({Napi::String::New(env, kind), Napi::String::New(env, e.what()),
+                                            Napi::String::New(env, e.code()), fields});
+    throw Napi::Error(env, err);
+  }
+  Napi::Error err = Napi::Error::New(env, e.what());
+  err.Set("code", Napi::String::New(env, e.code()));
+  throw err;
+}
+
+}  // namespace cca::binding

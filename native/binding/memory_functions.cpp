@@ -1,0 +1,182 @@
+// Stats, settings, cache control and inspection: one Float64Array for the 122 stats (the
+// keys cross once), plain objects for the rarely called rest.
+#include "memory_functions.h"
+
+#include "../allocator/stats.h"
+#include "addon_state.h"
+#include "args.h"
+#include "runtime_holder.h"
+
+namespace cca::binding {
+
+namespace {
+
+std::int64_t reported_max_split(const AllocatorConfig& c) {
+  return c.max_split_size == kUnlimited ? -1 : static_cast<std::int64_t>(c.max_split_size);
+}
+
+Napi::Value StatKeys(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const auto& keys = stat_keys();
+  Napi::Array out = Napi::Array::New(env, keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) out.Set(static_cast<uint32_t>(i), keys[i]);
+  return out;
+}
+
+Napi::Value MemoryStats(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    auto& a = runtime().allocator(device_arg(info, 0));
+    DeviceStats stats = a.stats();
+    std::int64_t max_split = reported_max_split(a.config());
+    Napi::Float64Array out = Napi::Float64Array::New(env, stat_keys().size());
+    stat_values(stats, max_split, out.Data());
+    return out;
+  });
+}
+
+Napi::Value ResetPeakStats(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    runtime().allocator(device_arg(info, 0)).reset_peak_stats();
+    return env.Undefined();
+  });
+}
+
+Napi::Value ResetAccumulatedStats(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    runtime().allocator(device_arg(info, 0)).reset_accumulated_stats();
+    return env.Undefined();
+  });
+}
+
+Napi::Value EmptyCache(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    runtime().allocator(device_arg(info, 0)).empty_cache();
+    return env.Undefined();
+  });
+}
+
+Napi::Value MemGetInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    std::size_t free_bytes = 0;
+    std::size_t total = 0;
+    runtime().allocator(device_arg(info, 0)).mem_get_info(&free_bytes, &total);
+    Napi::Array out = Napi::Array::New(env, 2);
+    out.Set(0u, static_cast<double>(free_bytes));
+    out.Set(1u, static_cast<double>(total));
+    return out;
+  });
+}
+
+Napi::Value SetMemoryFraction(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    runtime().allocator(device_arg(info, 0)).set_memory_fraction(number_arg(info, 1, "fraction"));
+    return env.Undefined();
+  });
+}
+
+Napi::Value GetMemoryFraction(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] { return Napi::Number::New(env, runtime().allocator(device_arg(info, 0)).memory_fraction()); });
+}
+
+Napi::Value SetAllocatorSettings(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    runtime().set_config(AllocatorConfig::parse(string_arg(info, 0, "settings")));
+    return env.Undefined();
+  });
+}
+
+// PyTorch's allocator_settings dict.
+Napi::Value AllocatorSettings(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    AllocatorConfig c = runtime().config();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("PYTORCH_CUDA_ALLOC_CONF", c.source);
+    o.Set("max_split_size", static_cast<double>(reported_max_split(c)));
+    o.Set("garbage_collection_threshold", c.garbage_collection_threshold);
+    o.Set("expandable_segments", c.expandable_segments);
+    o.Set("pinned_num_register_threads", static_cast<double>(c.pinned_num_register_threads));
+    o.Set("release_lock_on_cudamalloc", c.release_lock_on_cudamalloc);
+    o.Set("pinned_use_cuda_host_register", c.pinned_use_cuda_host_register);
+    o.Set("graph_capture_record_stream_reuse", c.graph_capture_record_stream_reuse);
+    Napi::Object div = Napi::Object::New(env);
+    for (int i = 0; i < kRoundUpPowerOfTwoIntervals; ++i) {
+      div.Set(std::to_string(1u << i), static_cast<double>(c.roundup_power2_divisions[static_cast<std::size_t>(i)]));
+    }
+    o.Set("roundup_power2_divisions", div);
+    return o;
+  });
+}
+
+Napi::Value Validate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] { return Napi::String::New(env, runtime().allocator(device_arg(info, 0)).validate()); });
+}
+
+const char* state_name(BlockState s) {
+  switch (s) {
+    case BlockState::kAllocated: return "active_allocated";
+    case BlockState::kPendingFree: return "active_pending_free";
+    case BlockState::kFree: return "inactive";
+  }
+  return "inactive";
+}
+
+// Segments and blocks as plain objects (a slow path for inspection and tests).
+Napi::Value Segments(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    int device = device_arg(info, 0);
+    auto segments = runtime().allocator(device).segments();
+    Napi::Array out = Napi::Array::New(env, segments.size());
+    for (std::size_t i = 0; i < segments.size(); ++i) {
+      const SegmentView& s = segments[i];
+      Napi::Object seg = Napi::Object::New(env);
+      seg.Set("device", device);
+      seg.Set("address", static_cast<double>(s.address));
+      seg.Set("total_size", static_cast<double>(s.total_size));
+      seg.Set("stream", static_cast<double>(s.stream));
+      seg.Set("segment_type", s.is_small ? "small" : "large");
+      Napi::Array blocks = Napi::Array::New(env, s.blocks.size());
+      for (std::size_t j = 0; j < s.blocks.size(); ++j) {
+        const BlockView& b = s.blocks[j];
+        Napi::Object blk = Napi::Object::New(env);
+        blk.Set("address", static_cast<double>(b.address));
+        blk.Set("size", static_cast<double>(b.size));
+        blk.Set("requested_size", static_cast<double>(b.requested_size));
+        blk.Set("state", state_name(b.state));
+        blocks.Set(static_cast<uint32_t>(j), blk);
+      }
+      seg.Set("blocks", blocks);
+      out.Set(static_cast<uint32_t>(i), seg);
+    }
+    return out;
+  });
+}
+
+}  // namespace
+
+void register_memory_functions(Napi::Env env, Napi::Object exports) {
+  exports.Set("statKeys", Napi::Function::New(env, StatKeys, "statKeys"));
+  exports.Set("memoryStats", Napi::Function::New(env, MemoryStats, "memoryStats"));
+  exports.Set("resetPeakStats", Napi::Function::New(env, ResetPeakStats, "resetPeakStats"));
+  exports.Set("resetAccumulatedStats", Napi::Function::New(env, ResetAccumulatedStats, "resetAccumulatedStats"));
+  exports.Set("emptyCache", Napi::Function::New(env, EmptyCache, "emptyCache"));
+  exports.Set("memGetInfo", Napi::Function::New(env, MemGetInfo, "memGetInfo"));
+  exports.Set("setMemoryFraction", Napi::Function::New(env, SetMemoryFraction, "setMemoryFraction"));
+  exports.Set("getMemoryFraction", Napi::Function::New(env, GetMemoryFraction, "getMemoryFraction"));
+  exports.Set("setAllocatorSettings", Napi::Function::New(env, SetAllocatorSettings, "setAllocatorSettings"));
+  exports.Set("allocatorSettings", Napi::Function::New(env, AllocatorSettings, "allocatorSettings"));
+  exports.Set("validate", Napi::Function::New(env, Validate, "validate"));
+  exports.Set("segments", Napi::Function::New(env, Segments, "segments"));
+}
+
+}  // namespace cca::binding

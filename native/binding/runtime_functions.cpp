@@ -1,0 +1,122 @@
+// Devices and the backend: which one runs, why, and the simulator's controls.
+#include "runtime_functions.h"
+
+#include "addon_state.h"
+#include "args.h"
+#include "runtime_holder.h"
+
+namespace cca::binding {
+
+namespace {
+
+Napi::Value SetErrorFactory(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsFunction()) {
+    throw Napi::TypeError::New(env, "setErrorFactory expects a function");
+  }
+  state(env).error_factory = Napi::Persistent(info[0].As<Napi::Function>());
+  return env.Undefined();
+}
+
+Napi::Value RuntimeInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    Runtime& r = runtime();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("backend", r.platform().backend());
+    o.Set("deviceCount", r.device_count());
+    o.Set("note", r.selection_note());
+    o.Set("generation", static_cast<double>(runtime_generation()));
+    return o;
+  });
+}
+
+Napi::Value DeviceInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    auto& a = runtime().allocator(device_arg(info, 0));
+    std::size_t free_bytes = 0;
+    std::size_t total = 0;
+    a.mem_get_info(&free_bytes, &total);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("index", a.device_index());
+    o.Set("name", a.device().name());
+    o.Set("simulated", a.device().is_simulated());
+    o.Set("totalMemory", static_cast<double>(total));
+    return o;
+  });
+}
+
+Napi::Value ReplaceRuntime(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    SimOptions sim;
+    sim.devices = static_cast<int>(number_arg(info, 1, "devices"));
+    sim.capacity_bytes = static_cast<std::size_t>(u64_arg(info, 2, "capacityBytes"));
+    replace_runtime(string_arg(info, 0, "backend"), sim);
+    return Napi::Number::New(env, static_cast<double>(runtime_generation()));
+  });
+}
+
+Napi::Value SimHoldStream(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    if (info.Length() < 3 || !info[2].IsBoolean()) {
+      throw InvalidArgumentError("Expected a boolean for held", "ERR_INVALID_ARG_TYPE");
+    }
+    sim_device(device_arg(info, 0)).hold_stream(u64_arg(info, 1, "stream"), info[2].As<Napi::Boolean>().Value());
+    return env.Undefined();
+  });
+}
+
+Napi::Value SimCompleteStream(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    sim_device(device_arg(info, 0)).complete_stream(u64_arg(info, 1, "stream"));
+    return env.Undefined();
+  });
+}
+
+Napi::Value SimFailNextMallocs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    sim_device(device_arg(info, 0)).fail_next_mallocs(static_cast<int>(u64_arg(info, 1, "count")));
+    return env.Undefined();
+  });
+}
+
+Napi::Value SimFailNextEventQueries(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    sim_device(device_arg(info, 0)).fail_next_event_queries(static_cast<int>(u64_arg(info, 1, "count")));
+    return env.Undefined();
+  });
+}
+
+Napi::Value SimState(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    SimDevice& d = sim_device(device_arg(info, 0));
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("usedBytes", static_cast<double>(d.used_bytes()));
+    o.Set("deviceAllocations", static_cast<double>(d.live_allocations()));
+    o.Set("pendingEvents", static_cast<double>(d.pending_events()));
+    return o;
+  });
+}
+
+}  // namespace
+
+void register_runtime_functions(Napi::Env env, Napi::Object exports) {
+  exports.Set("setErrorFactory", Napi::Function::New(env, SetErrorFactory, "setErrorFactory"));
+  exports.Set("runtimeInfo", Napi::Function::New(env, RuntimeInfo, "runtimeInfo"));
+  exports.Set("deviceInfo", Napi::Function::New(env, DeviceInfo, "deviceInfo"));
+  exports.Set("replaceRuntime", Napi::Function::New(env, ReplaceRuntime, "replaceRuntime"));
+  exports.Set("simHoldStream", Napi::Function::New(env, SimHoldStream, "simHoldStream"));
+  exports.Set("simCompleteStream", Napi::Function::New(env, SimCompleteStream, "simCompleteStream"));
+  exports.Set("simFailNextMallocs", Napi::Function::New(env, SimFailNextMallocs, "simFailNextMallocs"));
+  exports.Set("simFailNextEventQueries", Napi::Function::New(env, SimFailNextEventQueries, "simFailNextEventQueries"));
+  exports.Set("simState", Napi::Function::New(env, SimState, "simState"));
+}
+
+}  // namespace cca::binding

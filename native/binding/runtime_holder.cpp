@@ -1,0 +1,86 @@
+#include "runtime_holder.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+
+#include "../allocator/errors.h"
+#include "../device/select.h"
+
+namespace cca::binding {
+
+namespace {
+
+std::mutex g_mu;
+std::unique_ptr<Runtime> g_runtime;
+std::atomic<Runtime*> g_current{nullptr};
+std::atomic<std::uint32_t> g_generation{1};
+
+SimOptions sim_options_from_environment() {
+  SimOptions o;
+  if (const char* v = std::getenv("CCA_SIM_DEVICES")) {
+    char* end = nullptr;
+    long n = std::strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || n < 1 || n > 64) {
+      throw InvalidArgumentError(std::string("CCA_SIM_DEVICES must be an integer from 1 to 64, got '") + v + "'",
+                                 "ERR_CCA_INVALID_CONFIG");
+    }
+    o.devices = static_cast<int>(n);
+  }
+  if (const char* v = std::getenv("CCA_SIM_CAPACITY_MB")) {
+    char* end = nullptr;
+    unsigned long long mb = std::strtoull(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || mb < 1 || mb > (1ull << 20)) {
+      throw InvalidArgumentError(std::string("CCA_SIM_CAPACITY_MB must be an integer from 1 to 1048576, got '") + v +
+                                     "'",
+                                 "ERR_CCA_INVALID_CONFIG");
+    }
+    o.capacity_bytes = static_cast<std::size_t>(mb) << 20;
+  }
+  return o;
+}
+
+std::unique_ptr<Runtime> build(const std::string& kind, const SimOptions& sim) {
+  AllocatorConfig config = AllocatorConfig::from_environment();
+  PlatformChoice choice = choose_platform(kind, sim);
+  return std::make_unique<Runtime>(std::move(choice.platform), config, std::move(choice.note));
+}
+
+}  // namespace
+
+Runtime& runtime() {
+  if (Runtime* r = g_current.load(std::memory_order_acquire)) return *r;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_runtime) {
+    const char* kind = std::getenv("CCA_DEVICE");
+    g_runtime = build(kind ? kind : "auto", sim_options_from_environment());
+    g_current.store(g_runtime.get(), std::memory_order_release);
+  }
+  return *g_runtime;
+}
+
+void replace_runtime(const std::string& kind, const SimOptions& sim) {
+  std::unique_ptr<Runtime> fresh = build(kind, sim);  // may throw: the old one stays
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_current.store(nullptr, std::memory_order_release);
+  g_runtime = std::move(fresh);
+  g_current.store(g_runtime.get(), std::memory_order_release);
+  g_generation.fetch_add(1);
+}
+
+std::uint32_t runtime_generation() { return g_generation.load(); }
+
+SimDevice& sim_device(int device) {
+  Runtime& r = runtime();
+  auto* sim = dynamic_cast<SimPlatform*>(&r.platform());
+  if (sim == nullptr) {
+    throw InvalidArgumentError("simulator controls need the sim backend; this process uses '" +
+                                   r.platform().backend() + "' (set CCA_DEVICE=sim)",
+                               "ERR_CCA_NOT_SIMULATED");
+  }
+  r.allocator(device);  // range check with the usual error
+  return sim->sim_device(device);
+}
+
+}  // namespace cca::binding

@@ -1,0 +1,22 @@
+// The process-wide Runtime, shared by every JS environment (main thread and workers).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "../allocator/runtime.h"
+#include "../device/sim/sim_device.h"
+
+namespace cca::binding {
+
+// Creates the runtime on first use from CCA_DEVICE, CCA_SIM_DEVICES, CCA_SIM_CAPACITY_MB
+// and the allocator config variables. Throws the configuration's error if they are bad.
+Runtime& runtime();
+// Replaces the runtime (tests and demos on the sim backend). Every allocation of the old
+// one is released; the generation number changes so stale JS handles are detected.
+void replace_runtime(const std::string& kind, const SimOptions& sim);
+// Increases each time the runtime is replaced.
+std::uint32_t runtime_generation();
+// The simulated device, or an InvalidArgumentError when the backend is not sim.
+SimDevice& sim_device(int device);
+
+}  // namespace cca::binding
