@@ -1,0 +1,86 @@
+// Types of the raw native addon (build/Release/cuda_caching_allocator.node). Hand-written:
+// test/binding-surface.test.ts checks that the addon exports exactly these names.
+// Pointers and stream handles are plain numbers (they fit in 53 bits); sizes are bytes.
+
+export interface RuntimeInfo {
+  backend: 'sim' | 'cuda';
+  deviceCount: number;
+  /** Why this backend was chosen (e.g. no GPU, so the simulator). */
+  note: string;
+  /** Increases when the runtime is replaced; stale handles carry an older one. */
+  generation: number;
+}
+
+export interface DeviceInfo {
+  index: number;
+  name: string;
+  simulated: boolean;
+  totalMemory: number;
+}
+
+export interface NativeBlock {
+  address: number;
+  size: number;
+  requested_size: number;
+  state: 'active_allocated' | 'active_pending_free' | 'inactive';
+}
+
+export interface NativeSegment {
+  device: number;
+  address: number;
+  total_size: number;
+  stream: number;
+  segment_type: 'small' | 'large';
+  blocks: NativeBlock[];
+}
+
+export interface SimState {
+  usedBytes: number;
+  deviceAllocations: number;
+  pendingEvents: number;
+}
+
+/** (kind, message, code, fields) => the Error instance to throw. */
+export type ErrorFactory = (
+  kind: 'oom' | 'pointer' | 'argument' | 'device' | 'allocator',
+  message: string,
+  code: string,
+  fields: Record<string, number>,
+) => Error;
+
+export interface NativeBinding {
+  alloc(device: number, size: number, stream: number): number;
+  free(device: number, ptr: number): void;
+  recordStream(device: number, ptr: number, stream: number): void;
+  /** An empty call shaped like alloc, for benchmark baselines. */
+  noop(device: number, size: number): number;
+
+  streamCreate(device: number): number;
+  streamDestroy(device: number, stream: number): void;
+  streamSynchronize(device: number, stream: number): void;
+  streamIsLive(device: number, stream: number): boolean;
+  deviceSynchronize(device: number): void;
+
+  statKeys(): string[];
+  memoryStats(device: number): Float64Array;
+  resetPeakStats(device: number): void;
+  resetAccumulatedStats(device: number): void;
+  emptyCache(device: number): void;
+  memGetInfo(device: number): [number, number];
+  setMemoryFraction(device: number, fraction: number): void;
+  getMemoryFraction(device: number): number;
+  setAllocatorSettings(settings: string): void;
+  allocatorSettings(): Record<string, unknown>;
+  validate(device: number): string;
+  segments(device: number): NativeSegment[];
+
+  setErrorFactory(factory: ErrorFactory): void;
+  runtimeInfo(): RuntimeInfo;
+  deviceInfo(device: number): DeviceInfo;
+  replaceRuntime(backend: string, devices: number, capacityBytes: number): number;
+  simHoldStream(device: number, stream: number, held: boolean): void;
+  simCompleteStream(device: number, stream: number): void;
+  simFailNextMallocs(device: number, count: number): void;
+  simFailNextEventQueries(device: number, count: number): void;
+  simState(device: number): SimState;
+}

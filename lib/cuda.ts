@@ -1,0 +1,136 @@
+// The `cuda` namespace: devices, streams, allocation and the simulator's controls.
+import { DeviceBuffer } from './device-buffer.js';
+import { InvalidArgumentError } from './errors.js';
+import { native } from './native.js';
+import { Stream, defaultStream } from './stream.js';
+import { generation, setGeneration } from './generation.js';
+import { resetCurrentDevice, resolveDevice } from './device.js';
+import { checkBoolean, checkInteger, checkOptions, checkSize, typeError } from './validate.js';
+import type { SimState } from '../binding.js';
+
+export { Stream, defaultStream } from './stream.js';
+export { DeviceBuffer } from './device-buffer.js';
+export {
+  currentDevice,
+  deviceCount,
+  deviceName,
+  getDeviceProperties,
+  isSimulated,
+  runtimeInfo,
+  setDevice,
+} from './device.js';
+
+export interface AllocOptions {
+  /** The stream the memory will be used on (default: the default stream of `device`). */
+  stream?: Stream;
+  /** The device (default: the stream's device, else the current device). */
+  device?: number;
+}
+
+const ALLOC_OPTIONS = ['stream', 'device'] as const;
+
+function checkStream(name: string, value: unknown): Stream {
+  if (!(value instanceof Stream)) throw typeError('a Stream', name, value);
+  value.assertUsable(name);
+  return value;
+}
+
+/**
+ * Allocates `size` bytes of device memory for use on a stream, from the cache when a
+ * block fits. Throws CudaOutOfMemoryError when even an emptied cache cannot satisfy it.
+ */
+export function alloc(size: number, options?: AllocOptions): DeviceBuffer {
+  checkSize('size', size);
+  let stream: Stream;
+  if (options === undefined) {
+    stream = defaultStream();
+  } else {
+    const o = checkOptions<AllocOptions>('alloc options', options, ALLOC_OPTIONS);
+    if (o.stream !== undefined) {
+      stream = checkStream('options.stream', o.stream);
+      if (o.device !== undefined && resolveDevice(o.device, 'options.device') !== stream.device) {
+        throw new InvalidArgumentError(
+          `options.stream belongs to device ${stream.device} but options.device is ${o.device}; ` +
+            'use a stream of the same device',
+          'ERR_CCA_DEVICE_MISMATCH',
+        );
+      }
+    } else {
+      stream = defaultStream(resolveDevice(o.device, 'options.device'));
+    }
+  }
+  const ptr = native.alloc(stream.device, size, stream.handle);
+  return new DeviceBuffer(ptr, size, stream, generation());
+}
+
+/**
+ * Marks `buffer` as used by work on `stream`: when freed, its memory is reused only after
+ * the work queued on `stream` until then has completed.
+ */
+export function recordStream(buffer: DeviceBuffer, stream: Stream): void {
+  if (!(buffer instanceof DeviceBuffer)) throw typeError('a DeviceBuffer', 'buffer', buffer);
+  buffer.assertLive('recordStream');
+  checkStream('stream', stream);
+  if (stream.device !== buffer.device) {
+    throw new InvalidArgumentError(
+      `recordStream: the buffer is on device ${buffer.device} but the stream on device ${stream.device}`,
+      'ERR_CCA_DEVICE_MISMATCH',
+    );
+  }
+  if (buffer.ptr !== 0) native.recordStream(buffer.device, buffer.ptr, stream.handle);
+}
+
+/** Waits for all work on a device (default: the current one); completed frees are collected. */
+export function synchronize(device?: number): void {
+  native.deviceSynchronize(resolveDevice(device));
+}
+
+export interface SimConfigureOptions {
+  /** Number of simulated devices (default 1). */
+  devices?: number;
+  /** Capacity of each simulated device in bytes (default 16 GiB). */
+  capacityBytes?: number;
+}
+
+/**
+ * Controls of the simulated GPU (the `sim` backend). They throw InvalidArgumentError
+ * (`ERR_CCA_NOT_SIMULATED`) on a real GPU.
+ */
+export const sim = {
+  /**
+   * Replaces the runtime with fresh simulated devices. Every buffer and stream from before
+   * becomes stale (using one throws). Meant for tests and demos on a single thread.
+   */
+  configure(options?: SimConfigureOptions): void {
+    const o = checkOptions<SimConfigureOptions>('sim.configure options', options, ['devices', 'capacityBytes']);
+    const devices = o.devices === undefined ? 1 : checkInteger('options.devices', o.devices, 1, 64);
+    const capacity = o.capacityBytes === undefined ? 16 * 2 ** 30 : checkSize('options.capacityBytes', o.capacityBytes);
+    if (capacity < 1 || capacity > 2 ** 40) {
+      throw new InvalidArgumentError(`options.capacityBytes must be from 1 byte to 1 TiB, got ${capacity}`, 'ERR_INVALID_ARG_VALUE');
+    }
+    setGeneration(native.replaceRuntime('sim', devices, capacity));
+    resetCurrentDevice();
+  },
+  /** A held stream's work (and so the frees waiting on it) does not complete until released. */
+  holdStream(stream: Stream, held = true): void {
+    checkStream('stream', stream);
+    native.simHoldStream(stream.device, stream.handle, checkBoolean('held', held));
+  },
+  /** Completes the work queued so far on a held stream. */
+  completeStream(stream: Stream): void {
+    checkStream('stream', stream);
+    native.simCompleteStream(stream.device, stream.handle);
+  },
+  /** The next `count` device mallocs fail as if the GPU were full. */
+  failNextMallocs(count: number, device?: number): void {
+    native.simFailNextMallocs(resolveDevice(device), checkInteger('count', count, 0, 2 ** 31 - 1));
+  },
+  /** The next `count` event queries fail with a device error. */
+  failNextEventQueries(count: number, device?: number): void {
+    native.simFailNextEventQueries(resolveDevice(device), checkInteger('count', count, 0, 2 ** 31 - 1));
+  },
+  /** What the simulated device itself holds. */
+  state(device?: number): SimState {
+    return native.simState(resolveDevice(device));
+  },
+};

@@ -1,0 +1,67 @@
+// A device allocation. It holds the pointer; the memory goes back to the allocator's
+// cache on free() (or `using`), never straight to the device.
+import { InvalidPointerError } from './errors.js';
+import { native } from './native.js';
+import type { Stream } from './stream.js';
+import { generation } from './generation.js';
+
+export class DeviceBuffer {
+  /** The device address (0 for a zero-byte buffer). */
+  readonly ptr: number;
+  /** The size asked for, in bytes (the allocator may reserve more; see memory_stats). */
+  readonly size: number;
+  readonly device: number;
+  /** The stream the memory was allocated on: reuse is ordered on it. */
+  readonly stream: Stream;
+  #freed = false;
+  readonly #generation: number;
+
+  /** @internal Use cuda.alloc(). */
+  constructor(ptr: number, size: number, stream: Stream, gen: number) {
+    this.ptr = ptr;
+    this.size = size;
+    this.device = stream.device;
+    this.stream = stream;
+    this.#generation = gen;
+  }
+
+  /** True once freed. */
+  get disposed(): boolean {
+    return this.#freed;
+  }
+
+  /**
+   * Returns the memory to the allocator. Work already queued on `stream` may still use it;
+   * work on other streams must have been declared with cuda.recordStream() first.
+   * Freeing twice throws an InvalidPointerError (`ERR_CCA_INVALID_POINTER`).
+   */
+  free(): void {
+    this.assertLive('free');
+    if (this.ptr !== 0) native.free(this.device, this.ptr);
+    this.#freed = true;
+  }
+
+  /** Frees the buffer unless it was freed already (for `using`). */
+  [Symbol.dispose](): void {
+    if (!this.#freed) this.free();
+  }
+
+  /** Throws unless the buffer is live. @internal */
+  assertLive(operation: string): void {
+    if (this.#freed) {
+      throw new InvalidPointerError(
+        `${operation}: buffer 0x${this.ptr.toString(16)} (${this.size} bytes on device ${this.device}) ` +
+          'was already freed (double free?)',
+      );
+    }
+    if (this.#generation !== generation()) {
+      throw new InvalidPointerError(
+        `${operation}: buffer 0x${this.ptr.toString(16)} belongs to a runtime replaced by cuda.sim.configure()`,
+      );
+    }
+  }
+
+  toString(): string {
+    return `DeviceBuffer(0x${this.ptr.toString(16)}, ${this.size} bytes, device ${this.device})`;
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * Error classes. Every error this package throws has a stable `code`:
+ * - `ArgumentTypeError` (a TypeError, `ERR_INVALID_ARG_TYPE`) and `ArgumentRangeError`
+ *   (a RangeError, `ERR_INVALID_ARG_VALUE`): caught in TypeScript before any native call.
+ * - `AllocatorError` and its subclasses: raised by the allocator, with numbers attached.
+ * None of them leaves the allocator changed.
+ */
+
+/** Base of the errors raised by the allocator. */
+export class AllocatorError extends Error {
+  readonly code: string;
+  constructor(message: string, code: string) {
+    super(message);
+    this.name = new.target.name;
+    this.code = code;
+    Error.captureStackTrace?.(this, new.target);
+  }
+}
+
+/** The numbers of an out-of-memory error, in bytes. */
+export interface OutOfMemoryDetails {
+  device: number;
+  /** The size the caller asked for. */
+  requested: number;
+  /** The segment size the allocator asked the device for (the message's "Tried to allocate"). */
+  allocSize: number;
+  deviceFree: number;
+  deviceTotal: number;
+  /** The memory-fraction limit, 0 when none is set. */
+  allowed: number;
+  /** Held by live allocations (`allocated_bytes.all.current`). */
+  allocated: number;
+  /** Held by the allocator's segments (`reserved_bytes.all.current`). */
+  reserved: number;
+}
+
+/** `ERR_CUDA_OUT_OF_MEMORY`: even after releasing the cache, the device had no room. */
+export class CudaOutOfMemoryError extends AllocatorError implements OutOfMemoryDetails {
+  readonly device: number;
+  readonly requested: number;
+  readonly allocSize: number;
+  readonly deviceFree: number;
+  readonly deviceTotal: number;
+  readonly allowed: number;
+  readonly allocated: number;
+  readonly reserved: number;
+  constructor(message: string, details: OutOfMemoryDetails) {
+    super(message, 'ERR_CUDA_OUT_OF_MEMORY');
+    this.device = details.device;
+    this.requested = details.requested;
+    this.allocSize = details.allocSize;
+    this.deviceFree = details.deviceFree;
+    this.deviceTotal = details.deviceTotal;
+    this.allowed = details.allowed;
+    this.allocated = details.allocated;
+    this.reserved = details.reserved;
+  }
+}
+
+/** `ERR_CCA_INVALID_POINTER`: a foreign pointer, an interior pointer or a double free. */
+export class InvalidPointerError extends AllocatorError {
+  constructor(message: string, code = 'ERR_CCA_INVALID_POINTER') {
+    super(message, code);
+  }
+}
+
+/**
+ * A value the allocator refused: a destroyed stream (`ERR_CCA_INVALID_STREAM`), a device
+ * that does not exist (`ERR_CCA_INVALID_DEVICE`), a bad config string
+ * (`ERR_CCA_INVALID_CONFIG`), a buffer of another device (`ERR_CCA_DEVICE_MISMATCH`), ...
+ */
+export class InvalidArgumentError extends AllocatorError {}
+
+/** `ERR_CCA_DEVICE`: the device failed in a way releasing the cache cannot fix. */
+export class DeviceError extends AllocatorError {}
+
+/** `ERR_INVALID_ARG_TYPE`: an argument of the wrong type. */
+export class ArgumentTypeError extends TypeError {
+  readonly code = 'ERR_INVALID_ARG_TYPE';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ArgumentTypeError';
+    Error.captureStackTrace?.(this, ArgumentTypeError);
+  }
+}
+
+/** `ERR_INVALID_ARG_VALUE`: an argument of the right type but out of range. */
+export class ArgumentRangeError extends RangeError {
+  readonly code = 'ERR_INVALID_ARG_VALUE';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ArgumentRangeError';
+    Error.captureStackTrace?.(this, ArgumentRangeError);
+  }
+}
+
+/** Builds the JS error for a native failure; handed to the addon once at load. */
+export function errorFromNative(
+  kind: string,
+  message: string,
+  code: string,
+  fields: Record<string, number>,
+): Error {
+  switch (kind) {
+    case 'oom':
+      return new CudaOutOfMemoryError(message, fields as unknown as OutOfMemoryDetails);
+    case 'pointer':
+      return new InvalidPointerError(message, code);
+    case 'argument':
+      return new InvalidArgumentError(message, code);
+    case 'device':
+      return new DeviceError(message, code);
+    default:
+      return new AllocatorError(message, code);
+  }
+}

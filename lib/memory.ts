@@ -1,0 +1,151 @@
+/**
+ * The `torch.cuda.memory` mirror. Names are PyTorch's (snake_case, the documented exception
+ * to this package's camelCase) so code and habits carry over. Every function takes an
+ * optional device index (default: the current device); sizes are bytes.
+ */
+import { native } from './native.js';
+import { deviceCount, getDeviceProperties, resolveDevice } from './device.js';
+import { renderSummary } from './summary.js';
+import { checkBoolean, checkFraction, checkString } from './validate.js';
+
+let keys: string[] | undefined;
+const indexOf = new Map<string, number>();
+
+function statKeys(): string[] {
+  if (!keys) {
+    keys = native.statKeys();
+    keys.forEach((k, i) => indexOf.set(k, i));
+  }
+  return keys;
+}
+
+function statValue(key: string, device: unknown): number {
+  statKeys();
+  return native.memoryStats(resolveDevice(device))[indexOf.get(key)!]!;
+}
+
+/**
+ * PyTorch's 122 flat stats keys, sorted: `{allocation,segment,active,inactive_split,
+ * allocated_bytes,reserved_bytes,active_bytes,inactive_split_bytes,requested_bytes}.
+ * {all,small_pool,large_pool}.{current,peak,allocated,freed}`, `oversize_allocations.*`,
+ * `oversize_segments.*`, `num_alloc_retries`, `num_ooms`, `num_sync_all_streams`,
+ * `num_device_alloc`, `num_device_free`, `max_split_size` (-1 when unlimited).
+ */
+export function memory_stats(device?: number): Record<string, number> {
+  const names = statKeys();
+  const values = native.memoryStats(resolveDevice(device));
+  const out: Record<string, number> = {};
+  for (let i = 0; i < names.length; i++) out[names[i]!] = values[i]!;
+  return out;
+}
+
+export type NestedStats = { [key: string]: number | NestedStats };
+
+/** The same stats nested at each dot: `{ allocated_bytes: { all: { current } } }`. */
+export function memory_stats_as_nested_dict(device?: number): NestedStats {
+  const out: NestedStats = {};
+  for (const [key, value] of Object.entries(memory_stats(device))) {
+    const parts = key.split('.');
+    let node = out;
+    for (const part of parts.slice(0, -1)) node = (node[part] ??= {}) as NestedStats;
+    node[parts[parts.length - 1]!] = value;
+  }
+  return out;
+}
+
+/** Bytes held by live allocations (`allocated_bytes.all.current`). */
+export function memory_allocated(device?: number): number {
+  return statValue('allocated_bytes.all.current', device);
+}
+
+export function max_memory_allocated(device?: number): number {
+  return statValue('allocated_bytes.all.peak', device);
+}
+
+/** Bytes held by the allocator's segments: what the device (and nvidia-smi) sees us use. */
+export function memory_reserved(device?: number): number {
+  return statValue('reserved_bytes.all.current', device);
+}
+
+export function max_memory_reserved(device?: number): number {
+  return statValue('reserved_bytes.all.peak', device);
+}
+
+/** Sets every peak to its current value. */
+export function reset_peak_memory_stats(device?: number): void {
+  native.resetPeakStats(resolveDevice(device));
+}
+
+/** Zeroes the allocated/freed totals and the counters (retries, OOMs, device calls). */
+export function reset_accumulated_memory_stats(device?: number): void {
+  native.resetAccumulatedStats(resolveDevice(device));
+}
+
+/**
+ * Returns cached memory that no allocation uses to the device (after waiting for pending
+ * cross-stream frees). Allocated memory is untouched. Without a device: every device.
+ */
+export function empty_cache(device?: number): void {
+  if (device === undefined) {
+    for (let d = 0; d < deviceCount(); d++) native.emptyCache(d);
+  } else {
+    native.emptyCache(resolveDevice(device));
+  }
+}
+
+/** `[free, total]` bytes as the device reports them. */
+export function mem_get_info(device?: number): [number, number] {
+  return native.memGetInfo(resolveDevice(device));
+}
+
+/** Caps this process's reserved memory at `fraction` of the device's total. */
+export function set_per_process_memory_fraction(fraction: number, device?: number): void {
+  native.setMemoryFraction(resolveDevice(device), checkFraction('fraction', fraction));
+}
+
+export function get_per_process_memory_fraction(device?: number): number {
+  return native.getMemoryFraction(resolveDevice(device));
+}
+
+/** A text table of the stats, like torch.cuda.memory_summary(). */
+export function memory_summary(device?: number, abbreviated = false): string {
+  const d = resolveDevice(device);
+  return renderSummary({
+    device: d,
+    deviceName: getDeviceProperties(d).name,
+    stats: memory_stats(d),
+    abbreviated: checkBoolean('abbreviated', abbreviated),
+  });
+}
+
+let warnedExpandable = false;
+
+/**
+ * Applies a config string (PYTORCH_CUDA_ALLOC_CONF syntax) to every device at run time.
+ * Options not named return to their defaults, as in PyTorch. Unknown keys throw
+ * InvalidArgumentError (`ERR_CCA_INVALID_CONFIG`) and change nothing.
+ */
+export function _set_allocator_settings(settings: string): void {
+  native.setAllocatorSettings(checkString('settings', settings));
+  const s = native.allocatorSettings();
+  if (s.expandable_segments === true && !warnedExpandable) {
+    warnedExpandable = true;
+    process.emitWarning('expandable_segments:True is accepted but not implemented yet; fixed segments are used',
+      { code: 'CCA_EXPANDABLE_SEGMENTS_UNSUPPORTED' });
+  }
+}
+
+/** The settings in force, as PyTorch's snapshot `allocator_settings` dict. */
+export function get_allocator_settings(): Record<string, unknown> {
+  return native.allocatorSettings();
+}
+
+/**
+ * Checks every invariant of the allocator (blocks tile segments, free neighbours merged,
+ * free blocks in exactly one pool, stats equal the sums over blocks). Returns null when
+ * all hold, else the first broken one. For tests and debugging; it walks every block.
+ */
+export function check_invariants(device?: number): string | null {
+  const problem = native.validate(resolveDevice(device));
+  return problem === '' ? null : problem;
+}

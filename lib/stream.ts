@@ -1,0 +1,91 @@
+// Streams. The default stream (handle 0) always exists; created streams live until
+// destroy(). A stream of a replaced runtime (see cuda.sim.configure) is stale.
+import { InvalidArgumentError } from './errors.js';
+import { native } from './native.js';
+import { resolveDevice } from './device.js';
+import { checkOptions } from './validate.js';
+import { generation } from './generation.js';
+
+export class Stream {
+  readonly device: number;
+  /** The raw stream handle (0 for the default stream), as snapshots show it. */
+  readonly handle: number;
+  #destroyed = false;
+  readonly #generation: number;
+
+  private constructor(device: number, handle: number) {
+    this.device = device;
+    this.handle = handle;
+    this.#generation = generation();
+  }
+
+  /** Creates a stream on `device` (default: the current device). */
+  static create(options?: { device?: number }): Stream {
+    const o = checkOptions<{ device: number }>('Stream.create options', options, ['device']);
+    const device = resolveDevice(o.device);
+    return new Stream(device, native.streamCreate(device));
+  }
+
+  /** @internal */
+  static wrapDefault(device: number): Stream {
+    return new Stream(device, 0);
+  }
+
+  get destroyed(): boolean {
+    return this.#destroyed;
+  }
+
+  /** Throws unless the stream can still be used. @internal */
+  assertUsable(name = 'stream'): void {
+    if (this.#destroyed) {
+      throw new InvalidArgumentError(
+        `${name} (handle 0x${this.handle.toString(16)} on device ${this.device}) was destroyed; create a new Stream`,
+        'ERR_CCA_INVALID_STREAM',
+      );
+    }
+    if (this.#generation !== generation()) {
+      throw new InvalidArgumentError(
+        `${name} belongs to a runtime that was replaced by cuda.sim.configure(); create a new Stream`,
+        'ERR_CCA_INVALID_STREAM',
+      );
+    }
+  }
+
+  /** Waits for the work queued on this stream; frees that waited on it complete. */
+  synchronize(): void {
+    this.assertUsable();
+    native.streamSynchronize(this.device, this.handle);
+  }
+
+  /** Destroys the stream after waiting for its work. The default stream cannot be destroyed. */
+  destroy(): void {
+    this.assertUsable();
+    if (this.handle === 0) {
+      throw new InvalidArgumentError('the default stream cannot be destroyed', 'ERR_CCA_INVALID_STREAM');
+    }
+    native.streamDestroy(this.device, this.handle);
+    this.#destroyed = true;
+  }
+
+  [Symbol.dispose](): void {
+    if (!this.#destroyed && this.handle !== 0) this.destroy();
+  }
+}
+
+const defaults = new Map<number, Stream>();
+let defaultsGeneration = generation();
+
+/** The default (legacy) stream of a device. */
+export function defaultStream(device?: number): Stream {
+  const d = resolveDevice(device);
+  if (defaultsGeneration !== generation()) {
+    defaults.clear();
+    defaultsGeneration = generation();
+  }
+  let s = defaults.get(d);
+  if (!s) {
+    s = Stream.wrapDefault(d);
+    defaults.set(d, s);
+  }
+  return s;
+}
