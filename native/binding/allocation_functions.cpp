@@ -14,7 +14,7 @@ Napi::Value Alloc(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
     int device = device_arg(info, 0);
-    std::uint64_t size = u64_arg(info, 1, "size");
+    std::uint64_t size = size_arg(info, 1, "size");
     StreamId stream = u64_arg(info, 2, "stream");
     DevicePtr p = runtime().allocator(device).malloc(size, stream, state(env).owner);
     return Napi::Number::New(env, static_cast<double>(p));

@@ -27,6 +27,14 @@ inline std::uint64_t u64_arg(const Napi::CallbackInfo& info, std::size_t i, cons
   return static_cast<std::uint64_t>(v);
 }
 
+// A byte count: sizes of 2^64 and more saturate, and the allocator's 1 EiB check turns
+// them into an out-of-memory error, as for any request of 1 EiB or more.
+inline std::uint64_t size_arg(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
+  double v = number_arg(info, i, name);
+  if (v >= 18446744073709551616.0) return UINT64_MAX;
+  return u64_arg(info, i, name);
+}
+
 inline int device_arg(const Napi::CallbackInfo& info, std::size_t i) {
   double v = number_arg(info, i, "device");
   if (v != std::floor(v) || v < 0 || v > 1 << 20) {
