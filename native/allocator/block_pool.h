@@ -8,6 +8,7 @@
 
 #include "block.h"
 #include "config.h"
+#include "node_cache.h"
 
 namespace cca {
 
@@ -20,7 +21,8 @@ struct BlockBySize {
 };
 
 struct BlockPool {
-  explicit BlockPool(bool small) : is_small(small) {}
+  explicit BlockPool(bool small)
+      : is_small(small), blocks(BlockBySize{}, RecyclingAllocator<Block*>(&node_cache_)) {}
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
@@ -34,7 +36,12 @@ struct BlockPool {
   bool contains(Block* block) const { return blocks.count(block) > 0; }
 
   const bool is_small;
-  std::set<Block*, BlockBySize> blocks;
+
+ private:
+  NodeCache node_cache_;  // declared before `blocks`, so it outlives the set's nodes
+
+ public:
+  std::set<Block*, BlockBySize, RecyclingAllocator<Block*>> blocks;
   // Counts best-fit searches while garbage collection is on; a block's age is this count
   // minus its gc_stamp.
   std::uint64_t get_free_blocks_call_count = 0;

@@ -116,6 +116,7 @@ class DeviceCachingAllocator {
   Block* hand_out(Block* free_block, const AllocParams& p, std::uint32_t owner);
   void free_requested(Block* block);
   void free_completed(Block* block);
+  void complete_free(Block* block, StateChange& change);
   void segment_released(Block* block);
   void commit(const StateChange& change);
 

@@ -3,14 +3,7 @@
 namespace cca {
 
 namespace {
-int floor_log2(std::size_t v) {
-  int r = -1;
-  while (v) {
-    v >>= 1;
-    ++r;
-  }
-  return r;
-}
+int floor_log2(std::size_t v) { return v == 0 ? -1 : 63 - __builtin_clzll(static_cast<unsigned long long>(v)); }
 }  // namespace
 
 std::size_t roundup_divisions_for(std::size_t size, const AllocatorConfig& cfg) {

@@ -27,24 +27,23 @@ void DeviceStats::reset_accumulated() {
 }
 
 void StatDelta::add_block(const Block& b, int sign) {
-  auto& d = d_;
   const int p = b.pool->is_small ? 0 : 1;
   const auto size = static_cast<std::int64_t>(b.size);
   switch (b.state) {
     case BlockState::kAllocated:
-      d[kAllocation][p] += sign;
-      d[kAllocatedBytes][p] += sign * size;
+      add(kAllocation, p, sign);
+      add(kAllocatedBytes, p, sign * size);
       if (b.counted_oversize) oversize_allocations_ += sign;
       [[fallthrough]];
     case BlockState::kPendingFree:
-      d[kActive][p] += sign;
-      d[kActiveBytes][p] += sign * size;
-      d[kRequestedBytes][p] += sign * static_cast<std::int64_t>(b.requested_size);
+      add(kActive, p, sign);
+      add(kActiveBytes, p, sign * size);
+      add(kRequestedBytes, p, sign * static_cast<std::int64_t>(b.requested_size));
       break;
     case BlockState::kFree:
       if (b.is_split()) {
-        d[kInactiveSplit][p] += sign;
-        d[kInactiveSplitBytes][p] += sign * size;
+        add(kInactiveSplit, p, sign);
+        add(kInactiveSplitBytes, p, sign * size);
       }
       break;
   }
@@ -52,29 +51,22 @@ void StatDelta::add_block(const Block& b, int sign) {
 
 void StatDelta::add_segment(const Segment& s, int sign) {
   const int p = s.pool->is_small ? 0 : 1;
-  d_[kSegment][p] += sign;
-  d_[kReservedBytes][p] += sign * static_cast<std::int64_t>(s.size);
+  add(kSegment, p, sign);
+  add(kReservedBytes, p, sign * static_cast<std::int64_t>(s.size));
   if (s.counted_oversize) oversize_segments_ += sign;
 }
 
 void StatDelta::apply_to(DeviceStats& stats) const {
-  for (int k = 0; k < kNumStatKinds; ++k) {
+  for (std::uint32_t bits = touched_; bits != 0; bits &= bits - 1) {
+    const int k = __builtin_ctz(bits);
     const std::int64_t small = d_[k][0];
     const std::int64_t large = d_[k][1];
-    if (small == 0 && large == 0) continue;
-    stats.arrays[k][kAggregate].apply(small + large);
-    stats.arrays[k][kSmallPool].apply(small);
-    stats.arrays[k][kLargePool].apply(large);
+    if (small != 0) stats.arrays[k][kSmallPool].apply(small);
+    if (large != 0) stats.arrays[k][kLargePool].apply(large);
+    if (small + large != 0) stats.arrays[k][kAggregate].apply(small + large);
   }
-  stats.oversize_allocations.apply(oversize_allocations_);
-  stats.oversize_segments.apply(oversize_segments_);
-}
-
-bool StatDelta::empty() const {
-  for (const auto& k : d_) {
-    if (k[0] != 0 || k[1] != 0) return false;
-  }
-  return oversize_allocations_ == 0 && oversize_segments_ == 0;
+  if (oversize_allocations_ != 0) stats.oversize_allocations.apply(oversize_allocations_);
+  if (oversize_segments_ != 0) stats.oversize_segments.apply(oversize_segments_);
 }
 
 namespace {

@@ -72,10 +72,15 @@ class StatDelta {
   void add_block(const Block& b, int sign);
   void add_segment(const Segment& s, int sign);
   void apply_to(DeviceStats& stats) const;
-  bool empty() const;
 
  private:
+  void add(int kind, int pool, std::int64_t v) {
+    d_[kind][pool] += v;
+    touched_ |= 1u << kind;
+  }
+
   std::array<std::array<std::int64_t, 2>, kNumStatKinds> d_{};  // [kind][small, large]
+  std::uint32_t touched_ = 0;  // bit k set when kind k may be non-zero: commits skip the rest
   std::int64_t oversize_allocations_ = 0;
   std::int64_t oversize_segments_ = 0;
 };

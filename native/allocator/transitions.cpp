@@ -96,20 +96,33 @@ Block* DeviceCachingAllocator::hand_out(Block* block, const AllocParams& p, std:
 
 void DeviceCachingAllocator::free_requested(Block* block) {
   // Recording events is the one step here that can fail; do it first.
-  if (!block->stream_uses.empty()) events_.record(block, block->stream_uses);
+  if (!block->stream_uses.empty()) {
+    events_.record(block, block->stream_uses);
+    block->stream_uses.clear();
+  }
   allocated_.erase(block->ptr);
   StateChange change;
   change.before(*block);
   block->state = BlockState::kPendingFree;
-  block->stream_uses.clear();
-  change.after(*block);
+  if (block->event_count == 0) {
+    // Nothing to wait for: complete the free in the same commit. "Free requested" and
+    // "free completed" touch disjoint stats, so the result equals two commits.
+    complete_free(block, change);
+  } else {
+    change.after(*block);
+  }
   commit(change);
-  if (block->event_count == 0) free_completed(block);
 }
 
 void DeviceCachingAllocator::free_completed(Block* block) {
   StateChange change;
   change.before(*block);
+  complete_free(block, change);
+  commit(change);
+}
+
+// A pending block becomes free: merged with free neighbours and put back in its pool.
+void DeviceCachingAllocator::complete_free(Block* block, StateChange& change) {
   for (Block* neighbour : {block->prev, block->next}) {
     if (neighbour == nullptr || neighbour->state != BlockState::kFree) continue;
     change.before(*neighbour);
@@ -133,7 +146,6 @@ void DeviceCachingAllocator::free_completed(Block* block) {
   block->gc_stamp = block->pool->get_free_blocks_call_count;
   block->pool->insert(block);
   change.after(*block);
-  commit(change);
 }
 
 // `block` is free, unsplit (it spans its whole segment) and in its pool's free set.
