@@ -1,0 +1,25 @@
+// The README's example runs as written (against the built package) and prints what its
+// comments say.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+describe('README example', () => {
+  it('runs and prints the numbers its comments promise', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const code = /```js\n([\s\S]*?)```/.exec(readme)![1]!;
+    const entry = new URL('../dist/index.js', import.meta.url).href;
+    const dir = mkdtempSync(join(tmpdir(), 'cca-readme-'));
+    const file = join(dir, 'example.mjs');
+    writeFileSync(file, code.replace("'cuda-caching-allocator'", JSON.stringify(entry)));
+    const out = execFileSync(process.execPath, [file], { encoding: 'utf8', env: { ...process.env, CCA_DEVICE: 'sim' } });
+    const lines = out.split('\n');
+    expect(lines[0]).toBe('62914560');
+    expect(lines[1]).toBe('67108864');
+    expect(lines[2]).toBe('1');
+    expect(out).toContain('memory summary, device ID 0');
+    for (const m of code.matchAll(/console\.log\((.*?)\);\s*\/\/ (\d+):/g)) expect(out).toContain(m[2]);
+  });
+});
