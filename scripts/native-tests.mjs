@@ -1,7 +1,8 @@
 // Builds and runs the C++ core tests with ctest.
 //   node scripts/native-tests.mjs              release build in build-tests/
 //   node scripts/native-tests.mjs --sanitize   AddressSanitizer + UBSan build in build-asan/,
-//                                               with a shorter random sequence (not a benchmark)
+//                                               CCA_DEBUG=3 (the validator after every
+//                                               operation), a shorter random sequence
 import { execFileSync } from 'node:child_process';
 
 const sanitize = process.argv.includes('--sanitize');
@@ -10,7 +11,7 @@ const run = (cmd, args, env = {}) =>
   execFileSync(cmd, args, { stdio: 'inherit', env: { ...process.env, ...env } });
 
 run('cmake', ['-S', '.', '-B', dir, '-DCCA_BUILD_TESTS=ON',
-  `-DCCA_SANITIZE=${sanitize ? 'ON' : 'OFF'}`, `-DCMAKE_BUILD_TYPE=${sanitize ? 'Debug' : 'Release'}`]);
+  `-DCCA_SANITIZE=${sanitize ? 'ON' : 'OFF'}`, `-DCCA_DEBUG=${sanitize ? 3 : 0}`, `-DCMAKE_BUILD_TYPE=${sanitize ? 'Debug' : 'Release'}`]);
 run('cmake', ['--build', dir, '-j', '2']);
 run('ctest', ['--test-dir', dir, '--output-on-failure'], {
   CCA_RANDOM_OPS: process.env.CCA_RANDOM_OPS ?? (sanitize ? '20000' : '100000'),

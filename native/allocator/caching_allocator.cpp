@@ -111,7 +111,9 @@ DevicePtr DeviceCachingAllocator::malloc(std::uint64_t size, StreamId stream, st
     }
   }
   if (!found) throw_oom(p, lock);
-  return hand_out(p.block, p, owner)->ptr;
+  const DevicePtr ptr = hand_out(p.block, p, owner)->ptr;
+  check_after_operation();
+  return ptr;
 }
 
 bool DeviceCachingAllocator::get_free_block(AllocParams& p) {
@@ -312,6 +314,7 @@ void DeviceCachingAllocator::free(DevicePtr ptr) {
                               where + " (a foreign pointer, or one of another device)");
   }
   free_requested(block);
+  check_after_operation();
 }
 
 void DeviceCachingAllocator::record_stream(DevicePtr ptr, StreamId stream) {
@@ -325,11 +328,13 @@ void DeviceCachingAllocator::record_stream(DevicePtr ptr, StreamId stream) {
   if (stream == block->stream) return;
   auto& uses = block->stream_uses;
   if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
+  check_after_operation();
 }
 
 void DeviceCachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mu_);
   release_cached_blocks();
+  check_after_operation();
 }
 
 StreamId DeviceCachingAllocator::create_stream() {
@@ -445,6 +450,7 @@ std::size_t DeviceCachingAllocator::release_owner(std::uint32_t owner) {
     if (b->owner == owner) owned.push_back(b);
   });
   for (Block* b : owned) free_requested(b);
+  check_after_operation();
   return owned.size();
 }
 

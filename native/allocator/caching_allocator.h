@@ -22,6 +22,7 @@
 #include "block.h"
 #include "block_pool.h"
 #include "config.h"
+#include "debug.h"
 #include "errors.h"
 #include "pointer_map.h"
 #include "stats.h"
@@ -136,6 +137,14 @@ class DeviceCachingAllocator {
   bool gc_enabled() const { return fraction_set_ && config_.garbage_collection_threshold > 0.0; }
   [[noreturn]] void throw_oom(const AllocParams& p, std::unique_lock<std::mutex>& lock);
   std::size_t total_reserved() const;
+  std::string validate_locked() const;
+  // In CCA_DEBUG >= 3 builds, runs the validator and aborts on a broken invariant.
+  void check_after_operation() const {
+    if (CCA_VALIDATE_EVERY_OPERATION) {
+      const std::string problem = validate_locked();
+      if (!problem.empty()) CCA_FAIL(problem.c_str());
+    }
+  }
 
   Block* new_block();
   void delete_block(Block* block);

@@ -27,6 +27,10 @@ const char* kind_name(int k) {
 
 std::string DeviceCachingAllocator::validate() const {
   std::lock_guard<std::mutex> lock(mu_);
+  return validate_locked();
+}
+
+std::string DeviceCachingAllocator::validate_locked() const {
   StateChange expected;
   std::size_t free_blocks = 0;
   std::size_t allocated_blocks = 0;
