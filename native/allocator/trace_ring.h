@@ -1,0 +1,73 @@
+// The allocation history: a ring of fixed-size entries, oldest first when read. It holds
+// at most max_entries; the oldest are overwritten after that. Disabling history or
+// clearing it frees the memory.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace cca {
+
+enum class TraceAction : std::uint8_t {
+  kAlloc,
+  kFreeRequested,
+  kFreeCompleted,
+  kSegmentAlloc,
+  kSegmentFree,
+  kSegmentMap,
+  kSegmentUnmap,
+  kSnapshot,
+  kOom,
+  kNumActions,
+};
+
+const char* trace_action_name(TraceAction action);
+// Parses a name as PyTorch spells it ("free_requested"); returns kNumActions if unknown.
+TraceAction trace_action_from_name(const char* name);
+
+// 48 bytes, no pointers: recording is a few stores.
+struct TraceEntry {
+  std::uint64_t addr = 0;    // for kOom: the device's free bytes
+  std::uint64_t size = 0;    // alloc: the caller's size; free_*: requested size; segment_*: its size;
+                             // oom: the rounded request; snapshot: active bytes
+  std::uint64_t stream = 0;
+  std::uint64_t ticks = 0;   // clock_ticks() when recorded
+  std::uint32_t stack = 0;   // interned stack id (0: none captured)
+  std::uint32_t tag = 0;     // interned user metadata / tag id (0: none)
+  std::uint32_t pool = 0;    // the private pool's id n of (0, n); 0: the default pool
+  TraceAction action = TraceAction::kAlloc;
+};
+
+class TraceRing {
+ public:
+  // At least 1. Shrinking keeps the newest entries.
+  void set_max_entries(std::size_t n);
+  std::size_t max_entries() const { return max_; }
+  void push(const TraceEntry& e) {
+    if (entries_.size() < max_) {
+      entries_.push_back(e);
+    } else {
+      entries_[next_] = e;
+      next_ = next_ + 1 == max_ ? 0 : next_ + 1;
+      overflowed_ = true;
+    }
+  }
+  std::size_t size() const { return entries_.size(); }
+  // True once an entry was overwritten since the last clear (trace_alloc_overflowed).
+  bool overflowed() const { return overflowed_; }
+  template <class F>
+  void for_each(F&& f) const {
+    for (std::size_t i = 0; i < entries_.size(); ++i) f(entries_[(next_ + i) % entries_.size()]);
+  }
+  // Drops every entry and releases the memory.
+  void clear();
+  std::size_t capacity_bytes() const { return entries_.capacity() * sizeof(TraceEntry); }
+
+ private:
+  std::vector<TraceEntry> entries_;
+  std::size_t next_ = 0;  // the oldest entry once full
+  std::size_t max_ = 1;
+  bool overflowed_ = false;
+};
+
+}  // namespace cca
