@@ -38,6 +38,8 @@ struct Block {
   std::vector<StreamId> stream_uses;  // other streams recorded with record_stream
   std::uint64_t gc_stamp = 0;         // pool's get_free_blocks count when it became free
   std::uint32_t owner = 0;            // the JS environment that allocated it (0: none)
+  std::uint32_t alloc_stack = 0;      // interned stack of the malloc that handed it out (0: none)
+  std::uint32_t tag = 0;              // interned user tag of that malloc (0: none)
 
   bool is_split() const { return prev != nullptr || next != nullptr; }
 };
@@ -49,6 +51,7 @@ struct Segment {
   BlockPool* pool = nullptr;
   Block* head = nullptr;  // the block at the segment's lowest address
   bool counted_oversize = false;
+  std::uint32_t stack = 0;  // interned stack of the malloc that made the segment
 };
 
 }  // namespace cca

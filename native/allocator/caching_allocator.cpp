@@ -82,7 +82,7 @@ void DeviceCachingAllocator::check_stream(StreamId stream) const {
   }
 }
 
-DevicePtr DeviceCachingAllocator::malloc(std::uint64_t size, StreamId stream, std::uint32_t owner) {
+DevicePtr DeviceCachingAllocator::malloc(std::uint64_t size, StreamId stream, std::uint32_t owner, CallContext ctx) {
   if (size == 0) return 0;
   if (size >= kOneExaByte) {
     OutOfMemoryInfo info;
@@ -95,6 +95,7 @@ DevicePtr DeviceCachingAllocator::malloc(std::uint64_t size, StreamId stream, st
   process_events();
 
   AllocParams p;
+  p.ctx = ctx;
   p.requested = size;
   p.size = round_size(static_cast<std::size_t>(size), config_);
   p.stream = stream;
@@ -151,7 +152,7 @@ bool DeviceCachingAllocator::alloc_block(AllocParams& p, bool is_retry) {
                       std::to_string(device_.index()) + ": " + status_name(s) + " (" +
                       device_.last_error() + ")");
   }
-  p.block = segment_allocated(ptr, size, p.stream, *p.pool);
+  p.block = segment_allocated(ptr, size, p);
   return true;
 }
 
@@ -256,6 +257,8 @@ void DeviceCachingAllocator::throw_oom(const AllocParams& p, std::unique_lock<st
   std::size_t device_total = 0;
   device_.mem_get_info(&device_free, &device_total);
   ++stats_.num_ooms;
+  // PyTorch's oom entry: the device's free bytes where the address would be.
+  record_event(TraceAction::kOom, device_free, p.size, p.stream, trace_stack(p.ctx.stack));
   OutOfMemoryInfo info;
   info.device = device_.index();
   info.requested = p.requested;
@@ -290,7 +293,7 @@ void DeviceCachingAllocator::throw_oom(const AllocParams& p, std::unique_lock<st
   throw OutOfMemoryError(msg.str(), info);
 }
 
-void DeviceCachingAllocator::free(DevicePtr ptr) {
+void DeviceCachingAllocator::free(DevicePtr ptr, CallContext ctx) {
   if (ptr == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
   Block* block = allocated_.find(ptr);
@@ -313,7 +316,7 @@ void DeviceCachingAllocator::free(DevicePtr ptr) {
     throw InvalidPointerError("pointer " + hex(ptr) + " was not allocated by the caching allocator on " +
                               where + " (a foreign pointer, or one of another device)");
   }
-  free_requested(block);
+  free_requested(block, ctx);
   check_after_operation();
 }
 
@@ -449,7 +452,7 @@ std::size_t DeviceCachingAllocator::release_owner(std::uint32_t owner) {
   allocated_.for_each([&](DevicePtr, Block* b) {
     if (b->owner == owner) owned.push_back(b);
   });
-  for (Block* b : owned) free_requested(b);
+  for (Block* b : owned) free_requested(b, CallContext{});
   check_after_operation();
   return owned.size();
 }

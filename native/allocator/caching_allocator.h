@@ -25,12 +25,36 @@
 #include "debug.h"
 #include "errors.h"
 #include "pointer_map.h"
+#include "snapshot.h"
 #include "stats.h"
 #include "stream_uses.h"
+#include "trace_ring.h"
 
 namespace cca {
 
 class StateChange;
+
+// How much context history keeps (PyTorch's RecordContext).
+enum class RecordContext : std::uint8_t {
+  kNever = 0,  // no stacks
+  kState = 1,  // stacks of live blocks only
+  kAlloc = 2,  // also on trace entries (frees carry the allocation's stack)
+  kAll = 3,    // frees carry the stack of the free site
+};
+
+struct HistoryOptions {
+  bool enabled = false;  // record trace entries into the ring
+  RecordContext context = RecordContext::kNever;
+  std::size_t max_entries = 1;
+  std::uint32_t skip_mask = 0;  // bit (1 << action): kept out of the ring
+  bool clear_history = false;
+};
+
+// What the caller knows about a call: its interned stack and tag (0: none).
+struct CallContext {
+  std::uint32_t stack = 0;
+  std::uint32_t tag = 0;
+};
 
 // Read-only views for snapshots and validation.
 struct BlockView {
@@ -59,10 +83,10 @@ class DeviceCachingAllocator {
   // Returns size bytes usable on `stream` (0 for size 0). Throws InvalidArgumentError for
   // an unknown stream, OutOfMemoryError when even an empty cache cannot satisfy it (and
   // for 1 EiB or more, before touching any state), DeviceError on other device failures.
-  DevicePtr malloc(std::uint64_t size, StreamId stream, std::uint32_t owner = 0);
+  DevicePtr malloc(std::uint64_t size, StreamId stream, std::uint32_t owner = 0, CallContext ctx = {});
   // Frees a pointer from malloc. Throws InvalidPointerError for anything else (a foreign
   // pointer, an interior pointer, a double free), changing nothing.
-  void free(DevicePtr ptr);
+  void free(DevicePtr ptr, CallContext ctx = {});
   // Makes the block wait, when freed, for the work queued on `stream` so far.
   void record_stream(DevicePtr ptr, StreamId stream);
   // Waits for all pending frees, then returns every unsplit free block to the device.
@@ -95,6 +119,17 @@ class DeviceCachingAllocator {
   // Called before an OutOfMemoryError is thrown, without the allocator's mutex.
   void add_oom_observer(std::function<void(const OutOfMemoryInfo&)> observer);
 
+  // Starts, changes or stops recording history (PyTorch's _record_memory_history).
+  // Disabling, or clear_history, frees the ring.
+  void set_history(const HistoryOptions& options);
+  HistoryOptions history() const;
+  // The state as data. With include_traces=false it reads no trace entry: its cost depends
+  // only on the number of segments and blocks. Appends a `snapshot` trace entry.
+  // pool_filter: only that private pool's segments (0: every segment).
+  DeviceSnapshot snapshot(std::uint32_t pool_filter, bool include_traces);
+  // Stack ids still referenced by live blocks, segments or the ring (for the JS stack table).
+  std::vector<std::uint32_t> referenced_stacks() const;
+
   // Checks every invariant; returns "" when all hold, else the first broken clause.
   std::string validate() const;
   std::vector<SegmentView> segments() const;
@@ -110,16 +145,24 @@ class DeviceCachingAllocator {
     BlockPool* pool = nullptr;
     Block* block = nullptr;
     Status device_status = Status::kOk;
+    CallContext ctx;
   };
 
   // --- the state transitions (transitions.cpp): the only code that changes blocks ---
-  Block* segment_allocated(DevicePtr ptr, std::size_t size, StreamId stream, BlockPool& pool);
+  Block* segment_allocated(DevicePtr ptr, std::size_t size, const AllocParams& p);
   Block* hand_out(Block* free_block, const AllocParams& p, std::uint32_t owner);
-  void free_requested(Block* block);
+  void free_requested(Block* block, CallContext ctx);
   void free_completed(Block* block);
-  void complete_free(Block* block, StateChange& change);
+  void complete_free(Block* block, StateChange& change, std::uint32_t stack);
   void segment_released(Block* block);
   void commit(const StateChange& change);
+  // A trace entry with no state change (oom, snapshot).
+  void record_event(TraceAction action, DevicePtr addr, std::uint64_t size, StreamId stream, std::uint32_t stack);
+  bool tracing() const { return history_.enabled; }
+  // The stack a trace entry carries under the current context level.
+  std::uint32_t trace_stack(std::uint32_t stack) const {
+    return history_.context >= RecordContext::kAlloc ? stack : 0;
+  }
 
   // --- policy (caching_allocator.cpp) ---
   void check_stream(StreamId stream) const;
@@ -163,6 +206,8 @@ class DeviceCachingAllocator {
   double fraction_ = 1.0;
   std::size_t allowed_memory_maximum_ = 0;
   std::vector<Block*> spare_blocks_;  // recycled Block objects: no heap traffic on split/merge
+  HistoryOptions history_;
+  TraceRing ring_;
   std::vector<std::function<bool()>> free_memory_callbacks_;
   std::vector<std::function<void(const OutOfMemoryInfo&)>> oom_observers_;
 };

@@ -1,12 +1,32 @@
-// One transition's effect on the stats: each touched block or segment is recorded before
-// and after the mutation, and the net change is committed at once (see stats.h).
+// One transition's effect: each touched block or segment is recorded before and after the
+// mutation, and the net stat change is committed at once (see stats.h) together with the
+// transition's trace entries, so the history cannot disagree with the blocks.
 #pragma once
 #include "stats.h"
+#include "trace_ring.h"
 
 namespace cca {
 
 class StateChange {
  public:
+  explicit StateChange(bool tracing = false) : tracing_(tracing) {}
+  // At most two entries per transition (a free that completes at once records both).
+  void trace(TraceAction action, DevicePtr addr, std::uint64_t size, StreamId stream, std::uint32_t stack,
+             std::uint32_t tag) {
+    if (!tracing_) return;
+    TraceEntry& e = entries_[count_++];
+    e.action = action;
+    e.addr = addr;
+    e.size = size;
+    e.stream = stream;
+    e.stack = stack;
+    e.tag = tag;
+    e.pool = 0;
+    e.ticks = 0;
+  }
+  int trace_count() const { return count_; }
+  const TraceEntry& trace_entry(int i) const { return entries_[i]; }
+
   void before(const Block& b) { delta_.add_block(b, -1); }
   void after(const Block& b) { delta_.add_block(b, +1); }
   void before(const Segment& s) { delta_.add_segment(s, -1); }
@@ -15,6 +35,9 @@ class StateChange {
 
  private:
   StatDelta delta_;
+  bool tracing_;
+  int count_ = 0;
+  TraceEntry entries_[2];
 };
 
 }  // namespace cca

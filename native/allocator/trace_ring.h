@@ -25,17 +25,19 @@ const char* trace_action_name(TraceAction action);
 // Parses a name as PyTorch spells it ("free_requested"); returns kNumActions if unknown.
 TraceAction trace_action_from_name(const char* name);
 
-// 48 bytes, no pointers: recording is a few stores.
+// 48 bytes, no pointers: recording is a few stores. No member initializers, so a
+// transition's scratch entries cost nothing when history is off; every writer sets every
+// field.
 struct TraceEntry {
-  std::uint64_t addr = 0;    // for kOom: the device's free bytes
-  std::uint64_t size = 0;    // alloc: the caller's size; free_*: requested size; segment_*: its size;
-                             // oom: the rounded request; snapshot: active bytes
-  std::uint64_t stream = 0;
-  std::uint64_t ticks = 0;   // clock_ticks() when recorded
-  std::uint32_t stack = 0;   // interned stack id (0: none captured)
-  std::uint32_t tag = 0;     // interned user metadata / tag id (0: none)
-  std::uint32_t pool = 0;    // the private pool's id n of (0, n); 0: the default pool
-  TraceAction action = TraceAction::kAlloc;
+  std::uint64_t addr;    // for kOom: the device's free bytes
+  std::uint64_t size;    // alloc: the caller's size; free_*: requested size; segment_*: its size;
+                         // oom: the rounded request; snapshot: active bytes
+  std::uint64_t stream;
+  std::uint64_t ticks;   // clock_ticks() when recorded
+  std::uint32_t stack;   // interned stack id (0: none captured)
+  std::uint32_t tag;     // interned user metadata / tag id (0: none)
+  std::uint32_t pool;    // the private pool's id n of (0, n); 0: the default pool
+  TraceAction action;
 };
 
 class TraceRing {

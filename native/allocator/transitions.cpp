@@ -10,6 +10,7 @@
 #include <string>
 
 #include "caching_allocator.h"
+#include "clock.h"
 #include "size_policy.h"
 #include "state_change.h"
 
@@ -29,12 +30,28 @@ void DeviceCachingAllocator::delete_block(Block* block) {
 
 void DeviceCachingAllocator::commit(const StateChange& change) {
   change.delta().apply_to(stats_);
+  if (change.trace_count() == 0) return;
+  const std::uint64_t now = clock_ticks();
+  for (int i = 0; i < change.trace_count(); ++i) {
+    TraceEntry e = change.trace_entry(i);
+    if (history_.skip_mask & (1u << static_cast<unsigned>(e.action))) continue;
+    e.ticks = now;
+    ring_.push(e);
+  }
+}
+
+void DeviceCachingAllocator::record_event(TraceAction action, DevicePtr addr, std::uint64_t size, StreamId stream,
+                                          std::uint32_t stack) {
+  StateChange change(tracing());
+  change.trace(action, addr, size, stream, stack, 0);
+  commit(change);
 }
 
 // The new segment's single block is free and unsplit but not in the free set: the caller
 // hands it out at once.
-Block* DeviceCachingAllocator::segment_allocated(DevicePtr ptr, std::size_t size, StreamId stream,
-                                                 BlockPool& pool) {
+Block* DeviceCachingAllocator::segment_allocated(DevicePtr ptr, std::size_t size, const AllocParams& p) {
+  BlockPool& pool = *p.pool;
+  const StreamId stream = p.stream;
   auto segment = std::make_unique<Segment>();
   segment->ptr = ptr;
   segment->size = size;
@@ -48,10 +65,12 @@ Block* DeviceCachingAllocator::segment_allocated(DevicePtr ptr, std::size_t size
   block->pool = &pool;
   block->segment = segment.get();
   segment->head = block;
+  segment->stack = p.ctx.stack;
 
-  StateChange change;
+  StateChange change(tracing());
   change.after(*segment);
   change.after(*block);
+  change.trace(TraceAction::kSegmentAlloc, ptr, size, stream, trace_stack(p.ctx.stack), 0);
   segments_.emplace(ptr, std::move(segment));
   ++stats_.num_device_alloc;
   commit(change);
@@ -60,7 +79,7 @@ Block* DeviceCachingAllocator::segment_allocated(DevicePtr ptr, std::size_t size
 
 // `block` was taken out of the free set; split off the front if the size rules say so.
 Block* DeviceCachingAllocator::hand_out(Block* block, const AllocParams& p, std::uint32_t owner) {
-  StateChange change;
+  StateChange change(tracing());
   change.before(*block);
   Block* result = block;
   if (should_split(block->size, p.size, block->pool->is_small, config_)) {
@@ -88,26 +107,33 @@ Block* DeviceCachingAllocator::hand_out(Block* block, const AllocParams& p, std:
   result->requested_size = static_cast<std::size_t>(p.requested);
   result->owner = owner;
   result->counted_oversize = result->size >= config_.max_split_size;
+  result->alloc_stack = p.ctx.stack;
+  result->tag = p.ctx.tag;
   allocated_.insert(result->ptr, result);
   change.after(*result);
+  change.trace(TraceAction::kAlloc, result->ptr, p.requested, result->stream, trace_stack(p.ctx.stack), p.ctx.tag);
   commit(change);
   return result;
 }
 
-void DeviceCachingAllocator::free_requested(Block* block) {
+void DeviceCachingAllocator::free_requested(Block* block, CallContext ctx) {
   // Recording events is the one step here that can fail; do it first.
   if (!block->stream_uses.empty()) {
     events_.record(block, block->stream_uses);
     block->stream_uses.clear();
   }
   allocated_.erase(block->ptr);
-  StateChange change;
+  // With context "all" a free carries the stack of the free site, else the allocation's.
+  const std::uint32_t stack =
+      trace_stack(history_.context == RecordContext::kAll ? ctx.stack : block->alloc_stack);
+  StateChange change(tracing());
   change.before(*block);
+  change.trace(TraceAction::kFreeRequested, block->ptr, block->requested_size, block->stream, stack, block->tag);
   block->state = BlockState::kPendingFree;
   if (block->event_count == 0) {
     // Nothing to wait for: complete the free in the same commit. "Free requested" and
     // "free completed" touch disjoint stats, so the result equals two commits.
-    complete_free(block, change);
+    complete_free(block, change, stack);
   } else {
     change.after(*block);
   }
@@ -115,14 +141,15 @@ void DeviceCachingAllocator::free_requested(Block* block) {
 }
 
 void DeviceCachingAllocator::free_completed(Block* block) {
-  StateChange change;
+  StateChange change(tracing());
   change.before(*block);
-  complete_free(block, change);
+  complete_free(block, change, trace_stack(block->alloc_stack));
   commit(change);
 }
 
 // A pending block becomes free: merged with free neighbours and put back in its pool.
-void DeviceCachingAllocator::complete_free(Block* block, StateChange& change) {
+void DeviceCachingAllocator::complete_free(Block* block, StateChange& change, std::uint32_t stack) {
+  change.trace(TraceAction::kFreeCompleted, block->ptr, block->requested_size, block->stream, stack, block->tag);
   for (Block* neighbour : {block->prev, block->next}) {
     if (neighbour == nullptr || neighbour->state != BlockState::kFree) continue;
     change.before(*neighbour);
@@ -156,9 +183,10 @@ void DeviceCachingAllocator::segment_released(Block* block) {
     throw DeviceError("cudaFree failed on device " + std::to_string(device_.index()) + ": " +
                       status_name(s) + " (" + device_.last_error() + ")");
   }
-  StateChange change;
+  StateChange change(tracing());
   change.before(*block);
   change.before(*segment);
+  change.trace(TraceAction::kSegmentFree, segment->ptr, segment->size, segment->stream, 0, 0);
   block->pool->erase(block);
   ++stats_.num_device_free;
   commit(change);

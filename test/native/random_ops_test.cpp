@@ -42,6 +42,13 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
   std::map<DevicePtr, Live> live;
   std::vector<std::vector<StreamId>> streams(2, std::vector<StreamId>{0});
   std::size_t step = 0;
+  // Device 1 records history into a small ring, so recording and wrap-around run under
+  // the validator (and the sanitizers) too.
+  HistoryOptions history;
+  history.enabled = true;
+  history.context = RecordContext::kAll;
+  history.max_entries = 64 + seed % 64;
+  f.a(1).set_history(history);
   try {
     for (step = 0; step < ops; ++step) {
       const int dev = static_cast<int>(rng.below(2));
@@ -57,7 +64,7 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
         else size = 1 + rng.below(120 * MiB);
         StreamId s = ss[rng.below(ss.size())];
         try {
-          DevicePtr p = a.malloc(size, s);
+          DevicePtr p = a.malloc(size, s, 0, CallContext{static_cast<std::uint32_t>(1 + step % 7), 0});
           if (p % 512 != 0) harness::fail(__FILE__, __LINE__, "unaligned pointer");
           if (live.count(p)) harness::fail(__FILE__, __LINE__, "pointer handed out twice");
           live[p] = Live{dev, s};
@@ -97,6 +104,9 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
         }
       } else if (op < 97) {
         a.empty_cache();
+        if (dev == 1 && a.snapshot(0, true).traces.size() > history.max_entries) {
+          harness::fail(__FILE__, __LINE__, "ring holds more than max_entries");
+        }
       } else if (op < 98) {
         a.synchronize();
       } else if (op < 99) {

@@ -1,0 +1,197 @@
+// History: the trace a scripted scenario records equals the sequence PyTorch records,
+// worked out by hand from pytorch-allocator-facts.md sections 1.6, 1.7 and 3.6.
+#include <chrono>
+#include <cmath>
+
+#include "allocator/clock.h"
+#include "fixture.h"
+#include "harness.h"
+
+using namespace cca;
+using namespace test;
+
+namespace {
+
+struct Expect {
+  TraceAction action;
+  DevicePtr addr;
+  std::uint64_t size;
+  StreamId stream;
+  std::uint32_t stack;
+};
+
+std::vector<TraceEntry> traces(DeviceCachingAllocator& a) {
+  HistoryOptions h = a.history();
+  auto snap = a.snapshot(0, true);
+  std::vector<TraceEntry> out = snap.traces;
+  if (!out.empty() && out.back().action == TraceAction::kSnapshot) out.pop_back();  // the read itself
+  (void)h;
+  return out;
+}
+
+void check_trace(const std::vector<TraceEntry>& got, const std::vector<Expect>& want) {
+  CHECK_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const std::string at = "entry " + std::to_string(i) + " (" + trace_action_name(got[i].action) + ")";
+    if (got[i].action != want[i].action) harness::fail(__FILE__, __LINE__, at + ": expected " + trace_action_name(want[i].action));
+    if (got[i].addr != want[i].addr) harness::fail(__FILE__, __LINE__, at + ": addr " + std::to_string(got[i].addr));
+    if (got[i].size != want[i].size) harness::fail(__FILE__, __LINE__, at + ": size " + std::to_string(got[i].size));
+    if (got[i].stream != want[i].stream) harness::fail(__FILE__, __LINE__, at + ": stream");
+    if (got[i].stack != want[i].stack) harness::fail(__FILE__, __LINE__, at + ": stack " + std::to_string(got[i].stack));
+    if (i > 0 && got[i].ticks < got[i - 1].ticks) harness::fail(__FILE__, __LINE__, at + ": time went back");
+  }
+}
+
+HistoryOptions all_history(RecordContext ctx, std::size_t max = 1000) {
+  HistoryOptions h;
+  h.enabled = true;
+  h.context = ctx;
+  h.max_entries = max;
+  return h;
+}
+
+}  // namespace
+
+TEST(scripted_trace_matches_pytorch_sequence) {
+  Fixture f(64 * MiB);
+  auto& a = f.a();
+  a.set_history(all_history(RecordContext::kAlloc));
+  StreamId s1 = a.create_stream();
+  f.sim().hold_stream(s1, true);
+
+  DevicePtr p = a.malloc(1000, 0, 0, CallContext{5, 0});
+  a.free(p, CallContext{9, 0});               // context "alloc": frees carry the alloc stack
+  DevicePtr q = a.malloc(1000, 0, 0, CallContext{6, 0});
+  CHECK_EQ(q, p);
+  a.record_stream(q, s1);
+  a.free(q, CallContext{9, 0});               // waits for s1: only free_requested now
+  f.sim().complete_stream(s1);
+  DevicePtr r = a.malloc(4096, 0, 0, CallContext{7, 0});  // collects the event first
+  a.free(r, CallContext{9, 0});
+  a.empty_cache();
+  bool oom = false;
+  try {
+    a.malloc(100 * MiB - 7, 0, 0, CallContext{8, 0});
+  } catch (const OutOfMemoryError&) {
+    oom = true;
+  }
+  CHECK(oom);
+  const DevicePtr S = p;
+  check_trace(traces(a), {
+      {TraceAction::kSegmentAlloc, S, 2 * MiB, 0, 5},
+      {TraceAction::kAlloc, S, 1000, 0, 5},
+      {TraceAction::kFreeRequested, S, 1000, 0, 5},
+      {TraceAction::kFreeCompleted, S, 1000, 0, 5},
+      {TraceAction::kAlloc, S, 1000, 0, 6},
+      {TraceAction::kFreeRequested, S, 1000, 0, 6},
+      {TraceAction::kFreeCompleted, S, 1000, 0, 6},  // deferred: carries the alloc stack
+      {TraceAction::kAlloc, S, 4096, 0, 7},
+      {TraceAction::kFreeRequested, S, 4096, 0, 7},
+      {TraceAction::kFreeCompleted, S, 4096, 0, 7},
+      {TraceAction::kSegmentFree, S, 2 * MiB, 0, 0},
+      // oom: the device's free bytes where the address would be; the rounded request.
+      {TraceAction::kOom, 64 * MiB, 100 * MiB, 0, 8},
+  });
+  CHECK_VALID(a);
+}
+
+TEST(context_levels_decide_which_stacks_are_kept) {
+  for (RecordContext ctx : {RecordContext::kState, RecordContext::kAlloc, RecordContext::kAll}) {
+    Fixture f;
+    f.a().set_history(all_history(ctx));
+    DevicePtr p = f.a().malloc(1000, 0, 0, CallContext{5, 3});
+    auto snap = f.a().snapshot(0, false);
+    CHECK_EQ(snap.blocks[0].stack, 5u);  // live blocks keep their stack from "state" up
+    CHECK_EQ(snap.blocks[0].tag, 3u);
+    f.a().free(p, CallContext{9, 0});
+    auto t = traces(f.a());
+    // segment_alloc, alloc, snapshot (the read above is recorded too), free_requested, free_completed
+    CHECK_EQ(t.size(), std::size_t{5});
+    CHECK(t[2].action == TraceAction::kSnapshot);
+    const std::uint32_t alloc_stack = ctx == RecordContext::kState ? 0 : 5;
+    const std::uint32_t free_stack = ctx == RecordContext::kAll ? 9 : alloc_stack;
+    CHECK_EQ(t[1].stack, alloc_stack);
+    CHECK_EQ(t[3].stack, free_stack);
+    CHECK_EQ(t[4].stack, free_stack);
+    CHECK_EQ(t[3].tag, 3u);  // the allocation's tag follows it into its free entries
+  }
+}
+
+TEST(snapshot_entries_skip_actions_and_snapshot_without_traces) {
+  Fixture f;
+  HistoryOptions h = all_history(RecordContext::kNever);
+  h.skip_mask = 1u << static_cast<unsigned>(TraceAction::kSegmentAlloc);
+  f.a().set_history(h);
+  DevicePtr p = f.a().malloc(3000, 0);
+  auto fast = f.a().snapshot(0, false);
+  CHECK(!fast.traces_included);
+  CHECK(fast.traces.empty());
+  CHECK_EQ(fast.segments.size(), std::size_t{1});
+  CHECK_EQ(fast.segments[0].allocated_size, std::size_t{3072});
+  CHECK_EQ(fast.segments[0].requested_size, std::size_t{3000});
+  CHECK_EQ(fast.segments[0].block_count, std::size_t{2});
+  auto full = f.a().snapshot(0, true);
+  CHECK_EQ(full.traces.size(), std::size_t{3});  // alloc, snapshot, snapshot (segment_alloc skipped)
+  CHECK(full.traces[0].action == TraceAction::kAlloc);
+  CHECK(full.traces[1].action == TraceAction::kSnapshot);
+  CHECK_EQ(full.traces[1].size, std::uint64_t{3072});  // active bytes
+  // The segments part does not depend on include_traces.
+  CHECK_EQ(full.segments.size(), fast.segments.size());
+  CHECK_EQ(full.blocks.size(), fast.blocks.size());
+  f.a().free(p);
+}
+
+TEST(ring_wraps_shrinks_and_frees_when_disabled) {
+  Fixture f;
+  f.a().set_history(all_history(RecordContext::kNever, 4));
+  for (int i = 0; i < 5; ++i) f.a().free(f.a().malloc(512 * (i + 1), 0));
+  // 1 segment_alloc + 5 x (alloc, free_requested, free_completed) + the snapshot = 17
+  // entries; the newest 4 are kept.
+  auto snap = f.a().snapshot(0, true);
+  CHECK_EQ(snap.traces.size(), std::size_t{4});
+  CHECK(snap.trace_overflowed);
+  CHECK(snap.traces[0].action == TraceAction::kAlloc);
+  CHECK_EQ(snap.traces[0].size, std::uint64_t{512 * 5});
+  CHECK(snap.traces[3].action == TraceAction::kSnapshot);
+  HistoryOptions grow = all_history(RecordContext::kNever, 100);
+  f.a().set_history(grow);
+  f.a().free(f.a().malloc(100, 0));
+  snap = f.a().snapshot(0, true);
+  CHECK_EQ(snap.traces.size(), std::size_t{8});  // the 4 kept + 3 + this snapshot, in order
+  CHECK(snap.traces[3].action == TraceAction::kSnapshot);
+  CHECK(snap.traces[4].action == TraceAction::kAlloc);
+  CHECK_EQ(snap.traces[4].size, std::uint64_t{100});
+  f.a().set_history(all_history(RecordContext::kNever, 2));  // shrinking keeps the newest
+  snap = f.a().snapshot(0, true);
+  CHECK_EQ(snap.traces.size(), std::size_t{2});
+  CHECK(snap.traces[1].action == TraceAction::kSnapshot);
+  HistoryOptions off;
+  f.a().set_history(off);
+  snap = f.a().snapshot(0, true);
+  CHECK(snap.traces.empty());
+  CHECK_EQ(snap.trace_max_entries, std::size_t{0});
+  // Re-enabling starts empty; clear_history empties a running ring.
+  f.a().set_history(all_history(RecordContext::kNever, 10));
+  f.a().free(f.a().malloc(100, 0));
+  HistoryOptions clear = all_history(RecordContext::kNever, 10);
+  clear.clear_history = true;
+  f.a().set_history(clear);
+  CHECK_EQ(f.a().snapshot(0, true).traces.size(), std::size_t{1});  // only the read itself
+}
+
+TEST(clock_converter_tracks_the_wall_clock_and_is_cached) {
+  ClockCalibration cal;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+  }
+  const std::uint64_t t = clock_ticks();
+  const double wall = std::chrono::duration<double, std::micro>(std::chrono::system_clock::now().time_since_epoch()).count();
+  TickConverter c = cal.converter();
+  CHECK(c.us_per_tick > 0);
+  const double err = std::fabs(c.to_unix_us(t) - wall);
+  if (err > 2000) harness::fail(__FILE__, __LINE__, "converted time is " + std::to_string(err) + " us off the wall clock");
+  for (int i = 0; i < 100; ++i) cal.converter();
+  CHECK_EQ(cal.builds(), std::uint64_t{1});
+  cal.converter(std::chrono::milliseconds(0));
+  CHECK_EQ(cal.builds(), std::uint64_t{2});
+}
