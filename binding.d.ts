@@ -48,9 +48,25 @@ export type ErrorFactory = (
   fields: Record<string, number>,
 ) => Error;
 
+/**
+ * A snapshot's parts as fixed-width records (decoded by lib/snapshot/build.ts):
+ * segments: [address, total_size, allocated_size, active_size, requested_size, stream,
+ *            is_small, is_expandable, pool, stackId, firstBlock, blockCount] x N
+ * blocks:   [address, size, requested_size, state (0 free, 1 allocated, 2 pending), stackId, tagId] x M
+ * traces:   [action, addr, size, stream, time_us, stackId, tagId, pool] x K (only with includeTraces)
+ */
+export interface SnapshotParts {
+  device: number;
+  segments: Float64Array;
+  blocks: Float64Array;
+  traces?: Float64Array;
+  traceMaxEntries: number;
+  traceOverflowed: boolean;
+}
+
 export interface NativeBinding {
-  alloc(device: number, size: number, stream: number): number;
-  free(device: number, ptr: number): void;
+  alloc(device: number, size: number, stream: number, stackId?: number, tagId?: number): number;
+  free(device: number, ptr: number, stackId?: number): void;
   recordStream(device: number, ptr: number, stream: number): void;
   /** An empty call shaped like alloc, for benchmark baselines. */
   noop(device: number, size: number): number;
@@ -73,6 +89,14 @@ export interface NativeBinding {
   allocatorSettings(): Record<string, unknown>;
   validate(device: number): string;
   segments(device: number): NativeSegment[];
+
+  /** History for every device: context 0 never, 1 state, 2 alloc, 3 all. */
+  setHistory(enabled: boolean, context: number, maxEntries: number, skipMask: number, clearHistory: boolean): void;
+  snapshot(device: number, poolFilter: number, includeTraces: boolean): SnapshotParts;
+  referencedStacks(): Uint32Array;
+  traceActionNames(): string[];
+  /** How many clock converters were built (the fast snapshot path builds none). */
+  clockBuilds(): number;
 
   setErrorFactory(factory: ErrorFactory): void;
   runtimeInfo(): RuntimeInfo;

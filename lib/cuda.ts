@@ -1,11 +1,14 @@
 // The `cuda` namespace: devices, streams, allocation and the simulator's controls.
 import { DeviceBuffer } from './device-buffer.js';
-import { InvalidArgumentError } from './errors.js';
+import { CudaOutOfMemoryError, InvalidArgumentError } from './errors.js';
+import { capture, sampleStack } from './history/record.js';
+import { stacks, tags } from './history/stack-store.js';
+import { notifyOutOfMemory } from './oom.js';
 import { native } from './native.js';
 import { Stream, defaultStream } from './stream.js';
 import { generation, setGeneration } from './generation.js';
 import { resetCurrentDevice, resolveDevice } from './device.js';
-import { checkBoolean, checkInteger, checkOptions, checkSize, typeError } from './validate.js';
+import { checkBoolean, checkInteger, checkOptions, checkSize, checkString, typeError } from './validate.js';
 import type { SimState } from '../binding.js';
 
 export { Stream, defaultStream } from './stream.js';
@@ -25,9 +28,11 @@ export interface AllocOptions {
   stream?: Stream;
   /** The device (default: the stream's device, else the current device). */
   device?: number;
+  /** A label kept with the allocation: shown in snapshots as user_metadata. */
+  tag?: string;
 }
 
-const ALLOC_OPTIONS = ['stream', 'device'] as const;
+const ALLOC_OPTIONS = ['stream', 'device', 'tag'] as const;
 
 function checkStream(name: string, value: unknown): Stream {
   if (!(value instanceof Stream)) throw typeError('a Stream', name, value);
@@ -42,10 +47,12 @@ function checkStream(name: string, value: unknown): Stream {
 export function alloc(size: number, options?: AllocOptions): DeviceBuffer {
   checkSize('size', size);
   let stream: Stream;
+  let tagId = 0;
   if (options === undefined) {
     stream = defaultStream();
   } else {
     const o = checkOptions<AllocOptions>('alloc options', options, ALLOC_OPTIONS);
+    if (o.tag !== undefined) tagId = tags.id(checkString('options.tag', o.tag));
     if (o.stream !== undefined) {
       stream = checkStream('options.stream', o.stream);
       if (o.device !== undefined && resolveDevice(o.device, 'options.device') !== stream.device) {
@@ -59,7 +66,16 @@ export function alloc(size: number, options?: AllocOptions): DeviceBuffer {
       stream = defaultStream(resolveDevice(o.device, 'options.device'));
     }
   }
-  const ptr = native.alloc(stream.device, size, stream.handle);
+  const stackId = capture.level !== 0 && sampleStack() ? stacks.capture(alloc) : 0;
+  let ptr: number;
+  try {
+    ptr = stackId === 0 && tagId === 0
+      ? native.alloc(stream.device, size, stream.handle)
+      : native.alloc(stream.device, size, stream.handle, stackId, tagId);
+  } catch (e) {
+    if (e instanceof CudaOutOfMemoryError) notifyOutOfMemory(e);
+    throw e;
+  }
   return new DeviceBuffer(ptr, size, stream, generation());
 }
 

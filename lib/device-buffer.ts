@@ -4,6 +4,8 @@ import { InvalidPointerError } from './errors.js';
 import { native } from './native.js';
 import type { Stream } from './stream.js';
 import { generation } from './generation.js';
+import { capture, sampleStack } from './history/record.js';
+import { stacks } from './history/stack-store.js';
 
 export class DeviceBuffer {
   /** The device address (0 for a zero-byte buffer). */
@@ -37,7 +39,11 @@ export class DeviceBuffer {
    */
   free(): void {
     this.assertLive('free');
-    if (this.ptr !== 0) native.free(this.device, this.ptr);
+    if (this.ptr !== 0) {
+      // With context 'all', frees carry the stack of the free site.
+      if (capture.level === 3 && sampleStack()) native.free(this.device, this.ptr, stacks.capture(DeviceBuffer.prototype.free));
+      else native.free(this.device, this.ptr);
+    }
     this.#freed = true;
   }
 

@@ -114,3 +114,15 @@ export function errorFromNative(
       return new AllocatorError(message, code);
   }
 }
+
+/**
+ * `ERR_CCA_CORRUPT_SNAPSHOT`: a snapshot file that is truncated, corrupt, or not a
+ * snapshot. `offset` is where reading stopped, when known.
+ */
+export class CorruptSnapshotError extends AllocatorError {
+  readonly offset: number | undefined;
+  constructor(message: string, offset?: number) {
+    super(message, 'ERR_CCA_CORRUPT_SNAPSHOT');
+    this.offset = offset;
+  }
+}

@@ -3,8 +3,12 @@ export * as memory from './memory.js';
 export * as cuda from './cuda.js';
 export { DeviceBuffer } from './device-buffer.js';
 export { Stream, defaultStream } from './stream.js';
+export { loadSnapshot, parseSnapshot } from './snapshot/load.js';
+export { encodeSnapshot } from './snapshot/dump.js';
+export { tuple, isTuple } from './snapshot/tuple.js';
 export {
   AllocatorError,
+  CorruptSnapshotError,
   ArgumentRangeError,
   ArgumentTypeError,
   CudaOutOfMemoryError,
@@ -16,4 +20,8 @@ export {
 export { formatSize } from './format.js';
 export type { AllocOptions, SimConfigureOptions } from './cuda.js';
 export type { NestedStats } from './memory.js';
+export type { Block, Segment, Snapshot, TraceEntry, Annotation, Frame, TraceAction, BlockState } from './snapshot/types.js';
+export type { RecordHistoryOptions } from './history/record.js';
+export type { OutOfMemoryEvent } from './oom.js';
+export type { Region } from './history/annotations.js';
 export type { DeviceInfo, RuntimeInfo, SimState } from '../binding.js';

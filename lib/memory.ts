@@ -6,7 +6,14 @@
 import { native } from './native.js';
 import { deviceCount, getDeviceProperties, resolveDevice } from './device.js';
 import { renderSummary } from './summary.js';
-import { checkBoolean, checkFraction, checkString } from './validate.js';
+import { checkBoolean, checkFraction, checkOptions, checkString, typeError } from './validate.js';
+import { fullSnapshot, segmentsOf, type SnapshotOptions } from './snapshot/build.js';
+import { formatFor, writeSnapshotFile, type WriteResult } from './snapshot/dump.js';
+import { recordMemoryHistory, type HistoryEnabled, type RecordHistoryOptions } from './history/record.js';
+import type { Segment, Snapshot } from './snapshot/types.js';
+
+export { annotate, type Region } from './history/annotations.js';
+export { onOutOfMemory, dumpSnapshotOnOutOfMemory, type OutOfMemoryEvent } from './oom.js';
 
 let keys: string[] | undefined;
 const indexOf = new Map<string, number>();
@@ -148,4 +155,55 @@ export function get_allocator_settings(): Record<string, unknown> {
 export function check_invariants(device?: number): string | null {
   const problem = native.validate(resolveDevice(device));
   return problem === '' ? null : problem;
+}
+
+const SNAPSHOT_OPTIONS = ['mempoolId', 'includeTraces'] as const;
+
+function checkSnapshotOptions(options: unknown): SnapshotOptions {
+  const o = checkOptions<SnapshotOptions>('snapshot options', options, SNAPSHOT_OPTIONS);
+  if (o.includeTraces !== undefined) checkBoolean('options.includeTraces', o.includeTraces);
+  if (o.mempoolId !== undefined && (!Array.isArray(o.mempoolId) || o.mempoolId.length !== 2 ||
+      !o.mempoolId.every((n) => Number.isInteger(n) && n >= 0))) {
+    throw typeError('a pool id [a, b] of non-negative integers', 'options.mempoolId', o.mempoolId);
+  }
+  return o;
+}
+
+/**
+ * The segments of every device, with their blocks (PyTorch's memory_snapshot()). This is
+ * the monitoring path: it reads no history whatever `includeTraces` says (the history is
+ * in _snapshot()), so its cost depends only on the number of segments and blocks.
+ */
+export function memory_snapshot(options?: SnapshotOptions): Segment[] {
+  return segmentsOf(checkSnapshotOptions(options));
+}
+
+/** The whole snapshot dict: segments, device_traces, allocator_settings, external_annotations. */
+export function _snapshot(options?: SnapshotOptions): Snapshot {
+  return fullSnapshot(checkSnapshotOptions(options));
+}
+
+/**
+ * Starts, changes or stops recording history, with PyTorch's semantics:
+ * `_record_memory_history({ enabled: 'all', context: 'all', maxEntries: 100_000 })`,
+ * `_record_memory_history(null)` to stop (and free the history), or the legacy
+ * `_record_memory_history(true, { trace_alloc_max_entries: 1000 })`.
+ */
+export function _record_memory_history(
+  enabled?: HistoryEnabled | boolean | RecordHistoryOptions,
+  options?: Record<string, unknown>,
+): void {
+  recordMemoryHistory(enabled, options);
+}
+
+/**
+ * Writes _snapshot() to a file memory_viz opens: a pickle (protocol 4, the opcodes its
+ * reader knows), or JSON when the name ends in .json. Resolves with the bytes written.
+ */
+export async function _dump_snapshot(filename = 'dump_snapshot.pickle', options?: { format?: 'pickle' | 'json' }): Promise<WriteResult> {
+  checkString('filename', filename);
+  const o = checkOptions<{ format: 'pickle' | 'json' }>('dump options', options, ['format']);
+  if (o.format !== undefined && o.format !== 'pickle' && o.format !== 'json') throw typeError("'pickle' or 'json'", 'options.format', o.format);
+  const snap = fullSnapshot();
+  return writeSnapshotFile(snap, filename, o.format ?? formatFor(filename));
 }

@@ -5,6 +5,7 @@
 // of an instance-data lookup. Pointers and stream handles fit in a double's 53 bits.
 #include "allocation_functions.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "addon_state.h"
@@ -17,18 +18,28 @@ namespace {
 constexpr double kTwoTo64 = 18446744073709551616.0;
 
 struct Args {
-  double v[3] = {0, 0, 0};
+  double v[5] = {0, 0, 0, 0, 0};
+  std::size_t given = 0;  // how many were passed (trailing optional ones may be missing)
   AddonState* state = nullptr;
 };
 
 // Reads `count` numbers; on a wrong type or count, throws a JS error and returns false.
-bool read_numbers(napi_env env, napi_callback_info info, std::size_t count, const char* const* names, Args& out) {
-  napi_value argv[3];
-  size_t argc = 3;
+// Reads `count` numbers, then up to `optional` more if passed (undefined counts as absent).
+bool read_numbers(napi_env env, napi_callback_info info, std::size_t count, const char* const* names, Args& out,
+                  std::size_t optional = 0) {
+  napi_value argv[5];
+  size_t argc = 5;
   void* data = nullptr;
   napi_get_cb_info(env, info, &argc, argv, nullptr, &data);
   out.state = static_cast<AddonState*>(data);
-  for (std::size_t i = 0; i < count; ++i) {
+  const std::size_t wanted = std::min<std::size_t>(argc, count + optional);
+  out.given = std::max(wanted, count);
+  for (std::size_t i = 0; i < out.given; ++i) {
+    if (i >= count) {
+      napi_valuetype t;
+      napi_typeof(env, argv[i], &t);
+      if (t == napi_undefined) continue;
+    }
     if (i >= argc || napi_get_value_double(env, argv[i], &out.v[i]) != napi_ok) {
       Napi::Env e(env);
       try {
@@ -74,24 +85,35 @@ std::uint64_t to_u64(double v, const char* name) {
 // Sizes of 2^64 and more saturate; the allocator's 1 EiB check makes them an OOM error.
 std::uint64_t to_size(double v) { return v >= kTwoTo64 ? UINT64_MAX : to_u64(v, "size"); }
 
+std::uint32_t to_id(double v, const char* name) {
+  if (!(v >= 0) || v != std::floor(v) || v > 4294967295.0) {
+    throw InvalidArgumentError(std::string("Expected a 32-bit id for ") + name, "ERR_INVALID_ARG_VALUE");
+  }
+  return static_cast<std::uint32_t>(v);
+}
+
+// alloc(device, size, stream, stackId?, tagId?)
 napi_value Alloc(napi_env env, napi_callback_info info) {
-  static const char* const names[] = {"device", "size", "stream"};
+  static const char* const names[] = {"device", "size", "stream", "stackId", "tagId"};
   Args a;
-  if (!read_numbers(env, info, 3, names, a)) return nullptr;
+  if (!read_numbers(env, info, 3, names, a, 2)) return nullptr;
   return run(env, [&] {
-    DevicePtr p = runtime().allocator(to_device(a.v[0])).malloc(to_size(a.v[1]), to_u64(a.v[2], "stream"), a.state->owner);
+    CallContext ctx{to_id(a.v[3], "stackId"), to_id(a.v[4], "tagId")};
+    DevicePtr p = runtime().allocator(to_device(a.v[0])).malloc(to_size(a.v[1]), to_u64(a.v[2], "stream"),
+                                                                a.state->owner, ctx);
     napi_value result;
     napi_create_double(env, static_cast<double>(p), &result);
     return result;
   });
 }
 
+// free(device, ptr, stackId?)
 napi_value Free(napi_env env, napi_callback_info info) {
-  static const char* const names[] = {"device", "ptr"};
+  static const char* const names[] = {"device", "ptr", "stackId"};
   Args a;
-  if (!read_numbers(env, info, 2, names, a)) return nullptr;
+  if (!read_numbers(env, info, 2, names, a, 1)) return nullptr;
   return run(env, [&]() -> napi_value {
-    runtime().allocator(to_device(a.v[0])).free(to_u64(a.v[1], "ptr"));
+    runtime().allocator(to_device(a.v[0])).free(to_u64(a.v[1], "ptr"), CallContext{to_id(a.v[2], "stackId"), 0});
     return nullptr;  // undefined
   });
 }

@@ -1,0 +1,113 @@
+// _record_memory_history: PyTorch's semantics (new and legacy signatures), plus stack
+// sampling. The state here tells cuda.alloc and DeviceBuffer.free what to capture.
+import { native } from '../native.js';
+import { ArgumentTypeError } from '../errors.js';
+import { checkInteger, checkOptions, describe, rangeError, typeError } from '../validate.js';
+import { stacks } from './stack-store.js';
+
+export type HistoryEnabled = 'all' | 'state' | null;
+export type HistoryContext = 'state' | 'alloc' | 'all' | null;
+
+export interface RecordHistoryOptions {
+  /** 'all': keep a trace of every event; 'state': only live blocks' stacks; null: stop. */
+  enabled?: HistoryEnabled;
+  /** Which stacks to keep: null none, 'state' live blocks, 'alloc' also trace entries, 'all' also free sites. */
+  context?: HistoryContext;
+  /** 'js' (or 'all', the same here: native frames would only show the N-API trampoline). */
+  stacks?: 'js' | 'all' | 'python';
+  /** Ring size; forced to 1 unless enabled is 'all'. Default: unbounded. */
+  maxEntries?: number;
+  /** Accepted and ignored: history settings apply to every device, as in PyTorch. */
+  device?: number;
+  clearHistory?: boolean;
+  /** Actions kept out of the ring, e.g. ['snapshot']. */
+  skipActions?: string[];
+  /** Capture a stack for this fraction of events (0 < rate <= 1; default 1). */
+  stackSampleRate?: number;
+  /** Frames kept per stack (default 16). */
+  stackDepth?: number;
+}
+
+const OPTION_KEYS = [
+  'enabled', 'context', 'stacks', 'maxEntries', 'device', 'clearHistory', 'skipActions', 'stackSampleRate', 'stackDepth',
+] as const;
+
+/** What the hot path reads: 0 never, 1 state, 2 alloc, 3 all. */
+export const capture = {
+  level: 0,
+  /** Capture one stack every `every` events. */
+  every: 1,
+  countdown: 1,
+  enabled: false,
+  maxEntries: 0,
+};
+
+const CONTEXT_LEVEL: Record<string, number> = { state: 1, alloc: 2, all: 3 };
+
+let actionNames: string[] | undefined;
+
+export function recordMemoryHistory(enabledOrOptions?: HistoryEnabled | boolean | RecordHistoryOptions, legacy?: Record<string, unknown>): void {
+  if (typeof enabledOrOptions === 'boolean') return recordLegacy(enabledOrOptions, legacy ?? {});
+  let o: Partial<RecordHistoryOptions>;
+  if (enabledOrOptions === undefined || enabledOrOptions === null || typeof enabledOrOptions === 'string') {
+    o = { ...checkOptions<RecordHistoryOptions>('options', legacy, OPTION_KEYS), enabled: enabledOrOptions === undefined ? 'all' : enabledOrOptions };
+  } else {
+    o = checkOptions<RecordHistoryOptions>('options', enabledOrOptions, OPTION_KEYS);
+  }
+  const enabled = o.enabled === undefined ? 'all' : o.enabled;
+  if (enabled !== null && enabled !== 'all' && enabled !== 'state') {
+    throw typeError("'state', 'all', or null", 'enabled', enabled);
+  }
+  const context = o.context === undefined ? 'all' : o.context;
+  if (context !== null && !(context in CONTEXT_LEVEL)) throw typeError("'state', 'alloc', 'all', or null", 'context', context);
+  if (o.stacks !== undefined && !['js', 'all', 'python'].includes(o.stacks)) throw typeError("'js' or 'all'", 'stacks', o.stacks);
+  let maxEntries = o.maxEntries === undefined ? Number.MAX_SAFE_INTEGER : checkInteger('maxEntries', o.maxEntries, 0, Number.MAX_SAFE_INTEGER);
+  if (enabled !== 'all') maxEntries = 1;
+  const rate = o.stackSampleRate ?? 1;
+  if (typeof rate !== 'number' || !(rate > 0 && rate <= 1)) throw rangeError('a number in (0, 1]', 'stackSampleRate', rate);
+  if (o.stackDepth !== undefined) stacks.depth = checkInteger('stackDepth', o.stackDepth, 1, 200);
+  const skipMask = skipMaskOf(o.skipActions);
+  apply(enabled !== null, enabled === null ? 0 : CONTEXT_LEVEL[context ?? ''] ?? 0, maxEntries, skipMask, o.clearHistory === true, rate);
+}
+
+function recordLegacy(enabled: boolean, o: Record<string, unknown>): void {
+  const known = ['record_context', 'trace_alloc_max_entries', 'trace_alloc_record_context', 'device', 'record_context_cpp', 'clear_history', 'skip_actions'];
+  checkOptions('legacy options', o, known);
+  const recordContext = o.record_context === undefined ? true : o.record_context === true;
+  const allocContext = o.trace_alloc_record_context === true;
+  const max = o.trace_alloc_max_entries === undefined ? 1 : checkInteger('trace_alloc_max_entries', o.trace_alloc_max_entries, 0, Number.MAX_SAFE_INTEGER);
+  const level = !enabled ? 0 : allocContext ? 2 : recordContext ? 1 : 0;
+  apply(enabled, level, max, skipMaskOf(o.skip_actions as string[] | undefined), o.clear_history === true, 1);
+}
+
+function skipMaskOf(actions: unknown): number {
+  if (actions === undefined || actions === null) return 0;
+  if (!Array.isArray(actions)) throw typeError('an array of action names', 'skipActions', actions);
+  actionNames ??= native.traceActionNames();
+  let mask = 0;
+  for (const a of actions) {
+    const i = actionNames.indexOf(a as string);
+    if (i < 0) {
+      throw new ArgumentTypeError(`Unknown action ${describe(a)} in skipActions; known actions are ${actionNames.join(', ')}`);
+    }
+    mask |= 1 << i;
+  }
+  return mask;
+}
+
+function apply(enabled: boolean, level: number, maxEntries: number, skipMask: number, clear: boolean, rate: number): void {
+  native.setHistory(enabled, level, maxEntries, skipMask, clear);
+  capture.enabled = enabled;
+  capture.level = enabled ? level : 0;
+  capture.every = Math.max(1, Math.round(1 / rate));
+  capture.countdown = 1;
+  capture.maxEntries = enabled ? maxEntries : 0;
+  if (!enabled) stacks.compact();
+}
+
+/** Whether this event gets a stack, honouring the sample rate. Hot path. */
+export function sampleStack(): boolean {
+  if (--capture.countdown > 0) return false;
+  capture.countdown = capture.every;
+  return true;
+}

@@ -1,0 +1,63 @@
+// Out-of-memory hooks, public and safe to register before the first allocation: callbacks
+// get the numbers, and a snapshot can be written automatically at the moment of the OOM.
+import type { CudaOutOfMemoryError } from './errors.js';
+import { checkString, typeError } from './validate.js';
+import { fullSnapshot } from './snapshot/build.js';
+import { writeSnapshotFile } from './snapshot/dump.js';
+
+export interface OutOfMemoryEvent {
+  device: number;
+  requested: number;
+  deviceFree: number;
+  deviceTotal: number;
+  allocated: number;
+  reserved: number;
+  error: CudaOutOfMemoryError;
+}
+
+const callbacks = new Set<(e: OutOfMemoryEvent) => void>();
+let dumpPath: string | null = null;
+
+/** Calls `callback` at every out-of-memory error (before it is thrown). Returns an unsubscribe function. */
+export function onOutOfMemory(callback: (e: OutOfMemoryEvent) => void): () => void {
+  if (typeof callback !== 'function') throw typeError('a function', 'callback', callback);
+  callbacks.add(callback);
+  return () => callbacks.delete(callback);
+}
+
+/**
+ * Writes a snapshot (with history, if recording) to `path` at every out-of-memory error;
+ * `{pid}` and `{time}` in the path are replaced. `null` turns it off.
+ */
+export function dumpSnapshotOnOutOfMemory(path: string | null): void {
+  dumpPath = path === null ? null : checkString('path', path);
+}
+
+/** @internal Called by cuda.alloc before rethrowing. Hooks never replace the OOM error. */
+export function notifyOutOfMemory(error: CudaOutOfMemoryError): void {
+  const event: OutOfMemoryEvent = {
+    device: error.device,
+    requested: error.requested,
+    deviceFree: error.deviceFree,
+    deviceTotal: error.deviceTotal,
+    allocated: error.allocated,
+    reserved: error.reserved,
+    error,
+  };
+  for (const cb of callbacks) {
+    try {
+      cb(event);
+    } catch (e) {
+      process.emitWarning(`onOutOfMemory callback threw: ${(e as Error).message}`, { code: 'CCA_OOM_CALLBACK_FAILED' });
+    }
+  }
+  if (dumpPath !== null) {
+    const path = dumpPath.replace('{pid}', String(process.pid)).replace('{time}', new Date().toISOString().replace(/[:.]/g, '-'));
+    try {
+      writeSnapshotFile(fullSnapshot(), path, undefined, false);
+      (error as { snapshotPath?: string }).snapshotPath = path;
+    } catch (e) {
+      process.emitWarning(`could not write the OOM snapshot to ${path}: ${(e as Error).message}`, { code: 'CCA_OOM_DUMP_FAILED' });
+    }
+  }
+}

@@ -1,0 +1,62 @@
+// Writing snapshots to files: `.json` as JSON, anything else as a pickle memory_viz opens.
+// Encoding streams to the file in chunks, so memory stays bounded by the dict itself; a
+// progress bar shows on a TTY for big dumps.
+import { renameSync } from 'node:fs';
+import cliProgress from 'cli-progress';
+import { writePickle } from './pickle-writer.js';
+import { writeJson } from './json-writer.js';
+import { FileSink, MemorySink, type ByteSink } from './sink.js';
+import type { Snapshot } from './types.js';
+
+export type SnapshotFormat = 'pickle' | 'json';
+
+export function formatFor(path: string): SnapshotFormat {
+  return path.toLowerCase().endsWith('.json') ? 'json' : 'pickle';
+}
+
+export function encodeSnapshot(snapshot: unknown, format: SnapshotFormat = 'pickle'): Buffer {
+  const sink = new MemorySink();
+  encodeTo(snapshot, format, sink);
+  return sink.bytes();
+}
+
+function encodeTo(snapshot: unknown, format: SnapshotFormat, sink: ByteSink): void {
+  if (format === 'json') writeJson(snapshot, sink);
+  else writePickle(snapshot, sink);
+}
+
+function entryCount(snapshot: unknown): number {
+  const traces = (snapshot as Snapshot | undefined)?.device_traces;
+  return Array.isArray(traces) ? traces.reduce((n, t) => n + (Array.isArray(t) ? t.length : 0), 0) : 0;
+}
+
+export interface WriteResult {
+  path: string;
+  format: SnapshotFormat;
+  bytes: number;
+}
+
+/**
+ * Writes `snapshot` to `path` (through a temporary file renamed at the end, so a reader
+ * never sees half a file). Shows a progress bar on a TTY when there are many entries.
+ */
+export function writeSnapshotFile(snapshot: unknown, path: string, format = formatFor(path), progress?: boolean): WriteResult {
+  const showBar = progress ?? (process.stderr.isTTY === true && entryCount(snapshot) >= 50_000);
+  // Bytes are not known ahead: the bar counts MiB written against an estimate of ~120 B/entry.
+  const estimate = Math.max(1, Math.round((entryCount(snapshot) * 120) / 2 ** 20));
+  const bar = showBar
+    ? new cliProgress.SingleBar({ format: `writing ${path} [{bar}] {value}/{total} MiB`, stream: process.stderr }, cliProgress.Presets.shades_classic)
+    : undefined;
+  bar?.start(estimate, 0);
+  const tmp = `${path}.tmp-${process.pid}`;
+  const sink = new FileSink(tmp, bar ? (b) => bar.update(Math.min(estimate, Math.round(b / 2 ** 20))) : undefined);
+  try {
+    encodeTo(snapshot, format, sink);
+  } finally {
+    sink.close();
+    bar?.update(estimate);
+    bar?.stop();
+  }
+  renameSync(tmp, path);
+  return { path, format, bytes: sink.bytesWritten };
+}

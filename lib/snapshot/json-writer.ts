@@ -1,0 +1,59 @@
+// The same snapshot dict as JSON, streamed in chunks (a million trace entries do not fit
+// in one JS string). Tuples become arrays; non-finite floats become null.
+import type { ByteSink } from './sink.js';
+
+const CHUNK = 256 * 1024;
+
+export function writeJson(value: unknown, sink: ByteSink): void {
+  let parts: string[] = [];
+  let size = 0;
+  const emit = (s: string): void => {
+    parts.push(s);
+    size += s.length;
+    if (size >= CHUNK) flush();
+  };
+  const flush = (): void => {
+    if (parts.length === 0) return;
+    sink.write(Buffer.from(parts.join(''), 'utf8'));
+    parts = [];
+    size = 0;
+  };
+  const walk = (v: unknown): void => {
+    switch (typeof v) {
+      case 'number':
+        return emit(Number.isFinite(v) ? String(v) : 'null');
+      case 'bigint':
+        return emit(v.toString());
+      case 'string':
+        return emit(JSON.stringify(v));
+      case 'boolean':
+        return emit(v ? 'true' : 'false');
+      case 'object':
+        if (v === null) return emit('null');
+        if (Array.isArray(v)) {
+          emit('[');
+          v.forEach((item, i) => {
+            if (i) emit(',');
+            walk(item);
+          });
+          return emit(']');
+        } else {
+          emit('{');
+          let first = true;
+          for (const [k, item] of Object.entries(v)) {
+            if (item === undefined) continue;
+            if (!first) emit(',');
+            first = false;
+            emit(JSON.stringify(k));
+            emit(':');
+            walk(item);
+          }
+          return emit('}');
+        }
+      default:
+        return emit('null');
+    }
+  };
+  walk(value);
+  flush();
+}

@@ -1,0 +1,122 @@
+// Reads pickles of plain containers: PyTorch's snapshots (including the ResNet50 fixture)
+// and ours. Protocols 2 to 5; the opcodes of MemoryViz's subset plus BINPUT/LONG_BINPUT,
+// LONG4, BINUNICODE8 and the DICT/LIST/SETITEM/APPEND forms. Anything else, a truncated
+// file or a malformed stack is a CorruptSnapshotError naming the byte offset: never a
+// crash or a hang (every loop advances through a bounded buffer).
+// Integers beyond 2^53 come back as BigInt. Objects read back through the memo are marked
+// shared, so writing them again stores them once, as the original did.
+import { CorruptSnapshotError } from '../errors.js';
+import { markShared } from '../history/stack-store.js';
+import { tuple } from './tuple.js';
+
+type Item = unknown;
+
+export function readPickle(data: Uint8Array): unknown {
+  const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  let pos = 0;
+  const stack: Item[] = [];
+  const marks: number[] = [];
+  const memo: unknown[] = [];
+  const fail = (what: string): never => {
+    throw new CorruptSnapshotError(`corrupt or truncated pickle: ${what} at byte ${pos}`, pos);
+  };
+  const need = (n: number): void => {
+    if (pos + n > buf.length) fail(`needs ${n} more bytes`);
+  };
+  const pop = (): Item => {
+    if (stack.length === 0 || (marks.length && stack.length <= marks[marks.length - 1]!)) fail('stack underflow');
+    return stack.pop();
+  };
+  const popMark = (): Item[] => {
+    const m = marks.pop();
+    if (m === undefined) fail('no MARK');
+    return stack.splice(m!);
+  };
+  const top = (): Item => {
+    if (stack.length === 0) fail('empty stack');
+    return stack[stack.length - 1];
+  };
+  const setItems = (target: Item, items: Item[]): void => {
+    if (target === null || typeof target !== 'object' || Array.isArray(target)) fail('SETITEMS on a non-dict');
+    if (items.length % 2) fail('odd number of dict items');
+    const obj = target as Record<string, unknown>;
+    for (let i = 0; i < items.length; i += 2) obj[String(items[i])] = items[i + 1];
+  };
+  const append = (target: Item, items: Item[]): void => {
+    if (!Array.isArray(target)) fail('APPENDS on a non-list');
+    for (const it of items) (target as unknown[]).push(it);
+  };
+  const memoGet = (i: number): void => {
+    if (i >= memo.length || memo[i] === undefined) fail(`memo ${i} was never stored`);
+    const v = memo[i];
+    if (v !== null && typeof v === 'object') markShared(v);
+    stack.push(v);
+  };
+  const readLong = (n: number): number | bigint => {
+    need(n);
+    if (n === 0) return 0;
+    let v = 0n;
+    for (let i = n - 1; i >= 0; i--) v = (v << 8n) | BigInt(buf[pos + i]!);
+    if (buf[pos + n - 1]! & 0x80) v -= 1n << BigInt(8 * n);
+    pos += n;
+    return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+  };
+  const readString = (n: number): string => {
+    need(n);
+    const s = buf.toString('utf8', pos, pos + n);
+    pos += n;
+    return s;
+  };
+
+  if (buf.length < 2 || buf[0] !== 0x80) fail('not a pickle (no PROTO opcode)');
+  for (;;) {
+    if (pos >= buf.length) fail('ended before STOP');
+    const op = buf[pos++]!;
+    switch (op) {
+      case 0x80: { // PROTO
+        need(1);
+        const v = buf[pos++]!;
+        if (v < 2 || v > 5) fail(`unsupported protocol ${v}`);
+        break;
+      }
+      case 0x95: need(8); pos += 8; break; // FRAME: the framing is only a hint for readers
+      case 0x2e: // STOP
+        if (stack.length !== 1 || marks.length) fail('STOP with a malformed stack');
+        return stack[0];
+      case 0x28: marks.push(stack.length); break; // MARK
+      case 0x7d: stack.push({}); break; // EMPTY_DICT
+      case 0x64: { const items = popMark(); const d = {}; setItems(d, items); stack.push(d); break; } // DICT
+      case 0x73: { const v = pop(); const k = pop(); setItems(top(), [k, v]); break; } // SETITEM
+      case 0x75: { const items = popMark(); setItems(top(), items); break; } // SETITEMS
+      case 0x5d: stack.push([]); break; // EMPTY_LIST
+      case 0x6c: stack.push(popMark()); break; // LIST
+      case 0x61: { const v = pop(); append(top(), [v]); break; } // APPEND
+      case 0x65: { const items = popMark(); append(top(), items); break; } // APPENDS
+      case 0x29: stack.push(tuple()); break; // EMPTY_TUPLE
+      case 0x74: stack.push(tuple(...popMark())); break; // TUPLE
+      case 0x85: stack.push(tuple(pop())); break; // TUPLE1
+      case 0x86: { const b = pop(); const a = pop(); stack.push(tuple(a, b)); break; } // TUPLE2
+      case 0x87: { const c = pop(); const b = pop(); const a = pop(); stack.push(tuple(a, b, c)); break; } // TUPLE3
+      case 0x4e: stack.push(null); break; // NONE
+      case 0x88: stack.push(true); break; // NEWTRUE
+      case 0x89: stack.push(false); break; // NEWFALSE
+      case 0x4a: need(4); stack.push(buf.readInt32LE(pos)); pos += 4; break; // BININT
+      case 0x4b: need(1); stack.push(buf[pos++]); break; // BININT1
+      case 0x4d: need(2); stack.push(buf.readUInt16LE(pos)); pos += 2; break; // BININT2
+      case 0x8a: { need(1); const n = buf[pos++]!; stack.push(readLong(n)); break; } // LONG1
+      case 0x8b: { need(4); const n = buf.readUInt32LE(pos); pos += 4; stack.push(readLong(n)); break; } // LONG4
+      case 0x47: need(8); stack.push(buf.readDoubleBE(pos)); pos += 8; break; // BINFLOAT
+      case 0x8c: { need(1); const n = buf[pos++]!; stack.push(readString(n)); break; } // SHORT_BINUNICODE
+      case 0x58: { need(4); const n = buf.readUInt32LE(pos); pos += 4; stack.push(readString(n)); break; } // BINUNICODE
+      case 0x8d: { need(8); const n = Number(buf.readBigUInt64LE(pos)); pos += 8; stack.push(readString(n)); break; } // BINUNICODE8
+      case 0x94: memo.push(top()); break; // MEMOIZE
+      case 0x71: { need(1); memo[buf[pos++]!] = top(); break; } // BINPUT
+      case 0x72: { need(4); memo[buf.readUInt32LE(pos)] = top(); pos += 4; break; } // LONG_BINPUT
+      case 0x68: need(1); memoGet(buf[pos++]!); break; // BINGET
+      case 0x6a: { need(4); const i = buf.readUInt32LE(pos); pos += 4; memoGet(i); break; } // LONG_BINGET
+      default:
+        pos--;
+        fail(`unsupported opcode 0x${op.toString(16)} (snapshots hold only dicts, lists, tuples, numbers and strings)`);
+    }
+  }
+}

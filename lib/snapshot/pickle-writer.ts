@@ -1,0 +1,207 @@
+// A pickle writer for snapshot dicts: protocol 4, and only the opcodes PyTorch's
+// MemoryViz.js reader understands (PROTO, FRAME, STOP, MARK, MEMOIZE, BINGET, LONG_BINGET,
+// EMPTY_DICT, SETITEMS, EMPTY_LIST, APPENDS, EMPTY_TUPLE, TUPLE, TUPLE1-3, NONE,
+// NEWTRUE, NEWFALSE, BININT, BININT1, BININT2, LONG1, BINFLOAT, SHORT_BINUNICODE,
+// BINUNICODE). No class opcodes, no bytes, no BINUNICODE8.
+//
+// Memoization uses MEMOIZE and BINGET/LONG_BINGET only (that reader numbers MEMOIZE
+// separately from BINPUT). Every string is memoized (keys, file and function names repeat
+// thousands of times), and objects marked shared (interned stacks and frames) are written
+// once. Output goes to the sink in frames of about 64 KiB, each ending on an opcode
+// boundary as Python's unpickler requires.
+import { isShared } from '../history/stack-store.js';
+import { isTuple } from './tuple.js';
+import type { ByteSink } from './sink.js';
+
+const FRAME_TARGET = 64 * 1024;
+const BATCH = 1000;
+
+const OP = {
+  PROTO: 0x80, FRAME: 0x95, STOP: 0x2e, MARK: 0x28, MEMOIZE: 0x94, BINGET: 0x68, LONG_BINGET: 0x6a,
+  EMPTY_DICT: 0x7d, SETITEMS: 0x75, EMPTY_LIST: 0x5d, APPENDS: 0x65, EMPTY_TUPLE: 0x29, TUPLE: 0x74,
+  TUPLE1: 0x85, TUPLE2: 0x86, TUPLE3: 0x87, NONE: 0x4e, NEWTRUE: 0x88, NEWFALSE: 0x89,
+  BININT: 0x4a, BININT1: 0x4b, BININT2: 0x4d, LONG1: 0x8a, BINFLOAT: 0x47,
+  SHORT_BINUNICODE: 0x8c, BINUNICODE: 0x58,
+} as const;
+
+export class PickleWriter {
+  #buf = Buffer.allocUnsafe(FRAME_TARGET * 2);
+  #pos = 0;
+  #memo = new Map<unknown, number>();
+  #nextMemo = 0;
+
+  constructor(private readonly sink: ByteSink) {}
+
+  /** Writes one complete pickle of `value`. */
+  dump(value: unknown): void {
+    this.sink.write(Uint8Array.of(OP.PROTO, 4));  // outside any frame, as Python writes it
+    this.#value(value);
+    this.#byte(OP.STOP);
+    this.#flushFrame(true);
+  }
+
+  #ensure(n: number): void {
+    if (this.#pos + n <= this.#buf.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(this.#buf.length * 2, this.#pos + n));
+    this.#buf.copy(bigger, 0, 0, this.#pos);
+    this.#buf = bigger;
+  }
+
+  #byte(b: number): void {
+    this.#ensure(1);
+    this.#buf[this.#pos++] = b;
+  }
+
+  // Called between opcodes only.
+  #flushFrame(force = false): void {
+    if (this.#pos === 0 || (!force && this.#pos < FRAME_TARGET)) return;
+    const header = Buffer.allocUnsafe(9);
+    header[0] = OP.FRAME;
+    header.writeBigUInt64LE(BigInt(this.#pos), 1);
+    this.sink.write(header);
+    this.sink.write(this.#buf.subarray(0, this.#pos));
+    this.#pos = 0;
+  }
+
+  #memoize(key: unknown): void {
+    this.#byte(OP.MEMOIZE);
+    this.#memo.set(key, this.#nextMemo++);
+  }
+
+  #get(index: number): void {
+    if (index < 256) {
+      this.#ensure(2);
+      this.#buf[this.#pos++] = OP.BINGET;
+      this.#buf[this.#pos++] = index;
+    } else {
+      this.#ensure(5);
+      this.#buf[this.#pos++] = OP.LONG_BINGET;
+      this.#buf.writeUInt32LE(index, this.#pos);
+      this.#pos += 4;
+    }
+  }
+
+  #value(v: unknown): void {
+    this.#flushFrame();
+    switch (typeof v) {
+      case 'number':
+        return Number.isInteger(v) && Math.abs(v) < 2 ** 63 ? this.#int(v) : this.#float(v);
+      case 'string':
+        return this.#string(v);
+      case 'boolean':
+        return this.#byte(v ? OP.NEWTRUE : OP.NEWFALSE);
+      case 'bigint':
+        return this.#long(v);
+      case 'undefined':
+        return this.#byte(OP.NONE);
+      case 'object':
+        if (v === null) return this.#byte(OP.NONE);
+        if (Array.isArray(v)) return isTuple(v) ? this.#tuple(v) : this.#list(v);
+        return this.#dict(v as Record<string, unknown>);
+      default:
+        throw new TypeError(`cannot pickle a value of type ${typeof v}`);
+    }
+  }
+
+  #int(v: number): void {
+    if (v >= 0 && v < 256) {
+      this.#ensure(2);
+      this.#buf[this.#pos++] = OP.BININT1;
+      this.#buf[this.#pos++] = v;
+    } else if (v >= 0 && v < 65536) {
+      this.#ensure(3);
+      this.#buf[this.#pos++] = OP.BININT2;
+      this.#buf.writeUInt16LE(v, this.#pos);
+      this.#pos += 2;
+    } else if (v >= -0x80000000 && v < 0x80000000) {
+      this.#ensure(5);
+      this.#buf[this.#pos++] = OP.BININT;
+      this.#buf.writeInt32LE(v, this.#pos);
+      this.#pos += 4;
+    } else {
+      this.#long(BigInt(v));
+    }
+  }
+
+  // LONG1: little-endian two's complement in as few bytes as keep the sign.
+  #long(v: bigint): void {
+    const bytes: number[] = [];
+    let x = v;
+    for (;;) {
+      const b = Number(x & 0xffn);
+      bytes.push(b);
+      x >>= 8n;
+      if ((x === 0n && (b & 0x80) === 0) || (x === -1n && (b & 0x80) !== 0)) break;
+    }
+    if (bytes.length > 255) throw new RangeError('integer too large for LONG1');
+    this.#ensure(2 + bytes.length);
+    this.#buf[this.#pos++] = OP.LONG1;
+    this.#buf[this.#pos++] = bytes.length;
+    for (const b of bytes) this.#buf[this.#pos++] = b;
+  }
+
+  #float(v: number): void {
+    this.#ensure(9);
+    this.#buf[this.#pos++] = OP.BINFLOAT;
+    this.#buf.writeDoubleBE(v, this.#pos);
+    this.#pos += 8;
+  }
+
+  #string(s: string): void {
+    const m = this.#memo.get(s);
+    if (m !== undefined) return this.#get(m);
+    const len = Buffer.byteLength(s, 'utf8');
+    this.#ensure(5 + len);
+    if (len < 256) {
+      this.#buf[this.#pos++] = OP.SHORT_BINUNICODE;
+      this.#buf[this.#pos++] = len;
+    } else {
+      this.#buf[this.#pos++] = OP.BINUNICODE;
+      this.#buf.writeUInt32LE(len, this.#pos);
+      this.#pos += 4;
+    }
+    this.#pos += this.#buf.write(s, this.#pos, 'utf8');
+    this.#memoize(s);
+  }
+
+  #tuple(items: unknown[]): void {
+    if (items.length === 0) return this.#byte(OP.EMPTY_TUPLE);
+    if (items.length > 3) this.#byte(OP.MARK);
+    for (const item of items) this.#value(item);
+    this.#byte(items.length === 1 ? OP.TUPLE1 : items.length === 2 ? OP.TUPLE2 : items.length === 3 ? OP.TUPLE3 : OP.TUPLE);
+  }
+
+  #list(items: unknown[]): void {
+    const m = this.#memo.get(items);
+    if (m !== undefined) return this.#get(m);
+    this.#byte(OP.EMPTY_LIST);
+    if (isShared(items)) this.#memoize(items);
+    for (let i = 0; i < items.length; i += BATCH) {
+      this.#byte(OP.MARK);
+      const end = Math.min(items.length, i + BATCH);
+      for (let j = i; j < end; j++) this.#value(items[j]);
+      this.#byte(OP.APPENDS);
+    }
+  }
+
+  #dict(obj: Record<string, unknown>): void {
+    const m = this.#memo.get(obj);
+    if (m !== undefined) return this.#get(m);
+    this.#byte(OP.EMPTY_DICT);
+    if (isShared(obj)) this.#memoize(obj);
+    const keys = Object.keys(obj).filter((k) => obj[k] !== undefined);
+    for (let i = 0; i < keys.length; i += BATCH) {
+      this.#byte(OP.MARK);
+      const end = Math.min(keys.length, i + BATCH);
+      for (let j = i; j < end; j++) {
+        this.#string(keys[j]!);
+        this.#value(obj[keys[j]!]);
+      }
+      this.#byte(OP.SETITEMS);
+    }
+  }
+}
+
+export function writePickle(value: unknown, sink: ByteSink): void {
+  new PickleWriter(sink).dump(value);
+}

@@ -1,0 +1,12 @@
+// Python tuples in a JS value tree: arrays carrying a non-enumerable brand, so the pickle
+// writer emits TUPLE opcodes (e.g. segment_pool_id) and JSON stays a plain array.
+const TUPLE = Symbol.for('cuda-caching-allocator.tuple');
+
+export function tuple<T>(...items: T[]): T[] {
+  Object.defineProperty(items, TUPLE, { value: true });
+  return items;
+}
+
+export function isTuple(value: unknown): boolean {
+  return Array.isArray(value) && (value as unknown as Record<symbol, unknown>)[TUPLE] === true;
+}

@@ -1,0 +1,67 @@
+// The snapshot dict, in PyTorch's shape (torch.cuda.memory._snapshot()), so memory_viz and
+// Python tooling read our files and we read theirs.
+import type { Frame } from '../history/stack-store.js';
+
+export type { Frame };
+
+export type BlockState = 'active_allocated' | 'active_pending_free' | 'inactive';
+
+export interface Block {
+  address: number;
+  size: number;
+  /** The caller's size; kept after free; 0 for a remainder never handed out. */
+  requested_size: number;
+  state: BlockState;
+  frames: Frame[];
+  /** The allocation's tag (ours; PyTorch blocks have none). */
+  user_metadata?: string;
+}
+
+export interface Segment {
+  device: number;
+  address: number;
+  total_size: number;
+  allocated_size: number;
+  active_size: number;
+  requested_size: number;
+  stream: number;
+  segment_type: 'small' | 'large';
+  /** A Python tuple (a, b) in pickles. */
+  segment_pool_id: number[];
+  is_expandable: boolean;
+  frames: Frame[];
+  blocks: Block[];
+}
+
+export type TraceAction =
+  | 'alloc' | 'free_requested' | 'free_completed' | 'segment_alloc' | 'segment_free'
+  | 'segment_map' | 'segment_unmap' | 'snapshot' | 'oom';
+
+export interface TraceEntry {
+  action: TraceAction;
+  /** Absent for 'oom', which has device_free instead. */
+  addr?: number;
+  device_free?: number;
+  size: number;
+  stream: number;
+  time_us: number;
+  compile_context: string;
+  user_metadata: string;
+  pool_id?: number[];
+  /** Present when history keeps stacks on trace entries (context 'alloc' or 'all'). */
+  frames?: Frame[];
+}
+
+export interface Annotation {
+  device: number;
+  name: string;
+  stage: 'START' | 'END';
+  time_us: number;
+}
+
+export interface Snapshot {
+  segments: Segment[];
+  device_traces: TraceEntry[][];
+  allocator_settings?: Record<string, unknown>;
+  external_annotations?: Annotation[];
+}

@@ -1,0 +1,141 @@
+// History settings and snapshots. A snapshot crosses as a few Float64Arrays of fixed-width
+// records (decoded in lib/snapshot), not as thousands of property sets: one allocation per
+// part, and the JS side builds exactly the objects it needs.
+#include "history_functions.h"
+
+#include "../allocator/clock.h"
+#include "addon_state.h"
+#include "args.h"
+#include "runtime_holder.h"
+
+namespace cca::binding {
+
+namespace {
+
+constexpr std::size_t kSegmentFields = 12;  // see binding.d.ts: SnapshotParts
+constexpr std::size_t kBlockFields = 6;
+constexpr std::size_t kTraceFields = 8;
+
+// setHistory(enabled, context, maxEntries, skipMask, clearHistory): every device, as in PyTorch.
+Napi::Value SetHistory(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    if (info.Length() < 5 || !info[0].IsBoolean() || !info[4].IsBoolean()) {
+      throw InvalidArgumentError("setHistory(enabled, context, maxEntries, skipMask, clearHistory)", "ERR_INVALID_ARG_TYPE");
+    }
+    HistoryOptions h;
+    h.enabled = info[0].As<Napi::Boolean>().Value();
+    const double ctx = number_arg(info, 1, "context");
+    if (ctx != 0 && ctx != 1 && ctx != 2 && ctx != 3) throw InvalidArgumentError("context must be 0..3", "ERR_INVALID_ARG_VALUE");
+    h.context = static_cast<RecordContext>(static_cast<int>(ctx));
+    const double max = number_arg(info, 2, "maxEntries");
+    h.max_entries = max >= 1.8e19 ? SIZE_MAX : static_cast<std::size_t>(u64_arg(info, 2, "maxEntries"));
+    h.skip_mask = static_cast<std::uint32_t>(u64_arg(info, 3, "skipMask"));
+    h.clear_history = info[4].As<Napi::Boolean>().Value();
+    Runtime& r = runtime();
+    for (int d = 0; d < r.device_count(); ++d) r.allocator(d).set_history(h);
+    return env.Undefined();
+  });
+}
+
+// snapshot(device, poolFilter, includeTraces) -> { segments, blocks, traces, ... }
+Napi::Value Snapshot(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    const int device = device_arg(info, 0);
+    const auto pool = static_cast<std::uint32_t>(u64_arg(info, 1, "poolFilter"));
+    if (info.Length() < 3 || !info[2].IsBoolean()) throw InvalidArgumentError("Expected a boolean for includeTraces", "ERR_INVALID_ARG_TYPE");
+    const bool include_traces = info[2].As<Napi::Boolean>().Value();
+    DeviceSnapshot snap = runtime().allocator(device).snapshot(pool, include_traces);
+
+    Napi::Float64Array segs = Napi::Float64Array::New(env, snap.segments.size() * kSegmentFields);
+    double* s = segs.Data();
+    for (const SnapshotSegment& g : snap.segments) {
+      *s++ = static_cast<double>(g.address);
+      *s++ = static_cast<double>(g.total_size);
+      *s++ = static_cast<double>(g.allocated_size);
+      *s++ = static_cast<double>(g.active_size);
+      *s++ = static_cast<double>(g.requested_size);
+      *s++ = static_cast<double>(g.stream);
+      *s++ = g.is_small ? 1 : 0;
+      *s++ = g.is_expandable ? 1 : 0;
+      *s++ = g.pool;
+      *s++ = g.stack;
+      *s++ = static_cast<double>(g.first_block);
+      *s++ = static_cast<double>(g.block_count);
+    }
+    Napi::Float64Array blocks = Napi::Float64Array::New(env, snap.blocks.size() * kBlockFields);
+    double* b = blocks.Data();
+    for (const SnapshotBlock& k : snap.blocks) {
+      *b++ = static_cast<double>(k.address);
+      *b++ = static_cast<double>(k.size);
+      *b++ = static_cast<double>(k.requested_size);
+      *b++ = static_cast<double>(static_cast<int>(k.state));
+      *b++ = k.stack;
+      *b++ = k.tag;
+    }
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("device", device);
+    out.Set("segments", segs);
+    out.Set("blocks", blocks);
+    out.Set("traceMaxEntries", static_cast<double>(snap.trace_max_entries));
+    out.Set("traceOverflowed", snap.trace_overflowed);
+    if (snap.traces_included) {
+      // Only here is the clock converter needed: the fast path never builds it.
+      const TickConverter conv = process_clock().converter();
+      Napi::Float64Array traces = Napi::Float64Array::New(env, snap.traces.size() * kTraceFields);
+      double* t = traces.Data();
+      for (const TraceEntry& e : snap.traces) {
+        *t++ = static_cast<double>(static_cast<int>(e.action));
+        *t++ = static_cast<double>(e.addr);
+        *t++ = static_cast<double>(e.size);
+        *t++ = static_cast<double>(e.stream);
+        *t++ = static_cast<double>(static_cast<std::int64_t>(conv.to_unix_us(e.ticks)));
+        *t++ = e.stack;
+        *t++ = e.tag;
+        *t++ = e.pool;
+      }
+      out.Set("traces", traces);
+    }
+    return out;
+  });
+}
+
+Napi::Value ReferencedStacks(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    Runtime& r = runtime();
+    std::vector<std::uint32_t> all;
+    for (int d = 0; d < r.device_count(); ++d) {
+      auto ids = r.allocator(d).referenced_stacks();
+      all.insert(all.end(), ids.begin(), ids.end());
+    }
+    Napi::Uint32Array out = Napi::Uint32Array::New(env, all.size());
+    std::copy(all.begin(), all.end(), out.Data());
+    return out;
+  });
+}
+
+Napi::Value TraceActionNames(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const auto n = static_cast<std::size_t>(TraceAction::kNumActions);
+  Napi::Array out = Napi::Array::New(env, n);
+  for (std::size_t i = 0; i < n; ++i) out.Set(static_cast<uint32_t>(i), trace_action_name(static_cast<TraceAction>(i)));
+  return out;
+}
+
+Napi::Value ClockBuilds(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(process_clock().builds()));
+}
+
+}  // namespace
+
+void register_history_functions(Napi::Env env, Napi::Object exports) {
+  exports.Set("setHistory", Napi::Function::New(env, SetHistory, "setHistory"));
+  exports.Set("snapshot", Napi::Function::New(env, Snapshot, "snapshot"));
+  exports.Set("referencedStacks", Napi::Function::New(env, ReferencedStacks, "referencedStacks"));
+  exports.Set("traceActionNames", Napi::Function::New(env, TraceActionNames, "traceActionNames"));
+  exports.Set("clockBuilds", Napi::Function::New(env, ClockBuilds, "clockBuilds"));
+}
+
+}  // namespace cca::binding
