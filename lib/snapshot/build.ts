@@ -3,7 +3,7 @@
 // no clock converter: its cost depends only on segments and blocks.
 import { native } from '../native.js';
 import { deviceCount } from '../device.js';
-import { stacks, tags } from '../history/stack-store.js';
+import { markShared, stacks, tags } from '../history/stack-store.js';
 import { capture } from '../history/record.js';
 import { annotations } from '../history/annotations.js';
 import { tuple } from './tuple.js';
@@ -50,19 +50,33 @@ function decodeSegments(device: number, segs: Float64Array, blocks: Float64Array
   }
 }
 
+// One tuple per pool id, shared by every entry of that pool (pickle memoizes it once).
+const poolTuples = new Map<number, number[]>();
+function poolTuple(pool: number): number[] {
+  let t = poolTuples.get(pool);
+  if (!t) {
+    t = tuple(0, pool);
+    markShared(t);
+    poolTuples.set(pool, t);
+  }
+  return t;
+}
+
 function decodeTraces(t: Float64Array): TraceEntry[] {
   actions ??= native.traceActionNames() as TraceAction[];
   const withFrames = capture.level >= 2;
   const out: TraceEntry[] = new Array(t.length / TRC);
   for (let i = 0, k = 0; i < t.length; i += TRC, k++) {
     const action = actions[t[i]!]!;
-    const e: TraceEntry = action === 'oom'
-      ? { action, device_free: t[i + 1]!, size: t[i + 2]!, stream: t[i + 3]!, time_us: t[i + 4]!, compile_context: 'N/A', user_metadata: '' }
-      : { action, addr: t[i + 1]!, size: t[i + 2]!, stream: t[i + 3]!, time_us: t[i + 4]!, compile_context: 'N/A', user_metadata: '' };
     const tag = t[i + 6]!;
-    if (tag) e.user_metadata = tags.name(tag);
-    e.pool_id = tuple(0, t[i + 7]!);
-    if (withFrames || t[i + 5]) e.frames = stacks.frames(t[i + 5]!);
+    const stack = t[i + 5]!;
+    // Each entry is built in one literal so V8 gives them all one shape.
+    const e: TraceEntry = action === 'oom'
+      ? { action, device_free: t[i + 1]!, size: t[i + 2]!, stream: t[i + 3]!, time_us: t[i + 4]!, compile_context: 'N/A',
+          user_metadata: tag ? tags.name(tag) : '', pool_id: poolTuple(t[i + 7]!) }
+      : { action, addr: t[i + 1]!, size: t[i + 2]!, stream: t[i + 3]!, time_us: t[i + 4]!, compile_context: 'N/A',
+          user_metadata: tag ? tags.name(tag) : '', pool_id: poolTuple(t[i + 7]!) };
+    if (withFrames || stack) e.frames = stacks.frames(stack);
     out[k] = e;
   }
   return out;

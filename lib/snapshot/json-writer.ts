@@ -1,5 +1,7 @@
 // The same snapshot dict as JSON, streamed in chunks (a million trace entries do not fit
-// in one JS string). Tuples become arrays; non-finite floats become null.
+// in one JS string). Lists are walked here; each dict below the top level (a segment, a
+// trace entry) goes through the engine's JSON.stringify at once, which is many times
+// faster than walking its fields. Tuples become arrays; non-finite floats become null.
 import type { ByteSink } from './sink.js';
 
 const CHUNK = 256 * 1024;
@@ -18,7 +20,16 @@ export function writeJson(value: unknown, sink: ByteSink): void {
     parts = [];
     size = 0;
   };
-  const walk = (v: unknown): void => {
+  const walk = (v: unknown, depth = 0): void => {
+    if (depth > 0 && v !== null && typeof v === 'object' && !Array.isArray(v)) {
+      let text: string | undefined;
+      try {
+        text = JSON.stringify(v);
+      } catch {
+        // a BigInt inside: walk it field by field below
+      }
+      if (text !== undefined) return emit(text);
+    }
     switch (typeof v) {
       case 'number':
         return emit(Number.isFinite(v) ? String(v) : 'null');
@@ -34,7 +45,7 @@ export function writeJson(value: unknown, sink: ByteSink): void {
           emit('[');
           v.forEach((item, i) => {
             if (i) emit(',');
-            walk(item);
+            walk(item, depth + 1);
           });
           return emit(']');
         } else {
@@ -46,7 +57,7 @@ export function writeJson(value: unknown, sink: ByteSink): void {
             first = false;
             emit(JSON.stringify(k));
             emit(':');
-            walk(item);
+            walk(item, depth + 1);
           }
           return emit('}');
         }

@@ -118,6 +118,25 @@ export class PickleWriter {
       this.#buf[this.#pos++] = OP.BININT;
       this.#buf.writeInt32LE(v, this.#pos);
       this.#pos += 4;
+    } else if (v > 0 && v <= Number.MAX_SAFE_INTEGER) {
+      // Addresses and timestamps: LONG1 from plain arithmetic (BigInt is ~10x slower here).
+      this.#ensure(10);
+      this.#buf[this.#pos++] = OP.LONG1;
+      const lenAt = this.#pos++;
+      let x = v;
+      let n = 0;
+      let last = 0;
+      while (x > 0) {
+        last = x % 256;
+        this.#buf[this.#pos++] = last;
+        x = (x - last) / 256;
+        n++;
+      }
+      if (last & 0x80) {
+        this.#buf[this.#pos++] = 0;  // keep the sign bit clear
+        n++;
+      }
+      this.#buf[lenAt] = n;
     } else {
       this.#long(BigInt(v));
     }
@@ -189,16 +208,19 @@ export class PickleWriter {
     if (m !== undefined) return this.#get(m);
     this.#byte(OP.EMPTY_DICT);
     if (isShared(obj)) this.#memoize(obj);
-    const keys = Object.keys(obj).filter((k) => obj[k] !== undefined);
-    for (let i = 0; i < keys.length; i += BATCH) {
-      this.#byte(OP.MARK);
-      const end = Math.min(keys.length, i + BATCH);
-      for (let j = i; j < end; j++) {
-        this.#string(keys[j]!);
-        this.#value(obj[keys[j]!]);
+    let inBatch = 0;
+    for (const key in obj) {
+      const value = obj[key];
+      if (value === undefined) continue;
+      if (inBatch === 0) this.#byte(OP.MARK);
+      this.#string(key);
+      this.#value(value);
+      if (++inBatch === BATCH) {
+        this.#byte(OP.SETITEMS);
+        inBatch = 0;
       }
-      this.#byte(OP.SETITEMS);
     }
+    if (inBatch > 0) this.#byte(OP.SETITEMS);
   }
 }
 

@@ -1,0 +1,57 @@
+// Snapshot costs, PR #172672's workload shape: 1000 live 4 KiB allocations (then freed),
+// 10 warm-up and 10 timed calls per variant.
+//  - memory_snapshot({ includeTraces: false }) with 0 and with 100k recorded entries: the
+//    ratio should be ~1 (the fast path never reads the history);
+//  - _snapshot() (traces included) at 1k and 100k entries, per entry.
+// MemPool routing is not implemented yet, so the allocations go to the default pool.
+import os from 'node:os';
+import { cuda, memory } from '../dist/index.js';
+
+// 10 warm-up and 10 timed calls (PR #172672's method), after a longer JIT warm-up for
+// the cheap variants; the median of 5 such rounds is reported.
+const ms = (f, jitWarmup = 10) => {
+  for (let i = 0; i < jitWarmup; i++) f();
+  const rounds = [];
+  for (let r = 0; r < 5; r++) {
+    for (let i = 0; i < 10; i++) f();
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < 10; i++) f();
+    rounds.push(Number(process.hrtime.bigint() - t0) / 1e6 / 10);
+  }
+  rounds.sort((a, b) => a - b);
+  return rounds[2];
+};
+
+function fill(entries) {
+  // Each alloc+free pair records 3 entries (alloc, free_requested, free_completed).
+  const pairs = Math.ceil(entries / 3);
+  for (let i = 0; i < pairs; i++) cuda.alloc(4096).free();
+}
+
+function setup(entries, context) {
+  cuda.sim.configure();
+  memory._record_memory_history(null);
+  memory._record_memory_history({ enabled: 'all', context, maxEntries: entries || 1 });
+  const live = Array.from({ length: 1000 }, () => cuda.alloc(4096));
+  if (entries) fill(entries - 1000);
+  return live;
+}
+
+console.log(`snapshot cost (${os.cpus()[0].model}, ${os.cpus().length} cores, Node ${process.version}); 1000 live 4 KiB blocks`);
+const fast = {};
+for (const entries of [0, 100_000]) {
+  setup(entries, null);
+  fast[entries] = ms(() => memory.memory_snapshot({ includeTraces: false }), 500);
+  console.log(`memory_snapshot({includeTraces:false}) with ${String(entries).padStart(6)} entries: ${fast[entries].toFixed(3)} ms`);
+}
+console.log(`  ratio 100k/0: ${(fast[100000] / fast[0]).toFixed(3)} (target <= 1.1)`);
+for (const [entries, context] of [[1000, null], [100_000, null], [100_000, 'alloc']]) {
+  setup(entries, context);
+  const c0 = process.hrtime.bigint();
+  memory._snapshot();
+  const cold = Number(process.hrtime.bigint() - c0) / 1e6;
+  if (context) console.log(`first _snapshot() with stacks (symbolizes each captured stack once): ${cold.toFixed(0)} ms`);
+  const t = ms(() => memory._snapshot(), 0);
+  const got = memory._snapshot().device_traces[0].length;
+  console.log(`_snapshot() with ${String(got).padStart(6)} entries (stacks: ${context ?? 'none'}): ${t.toFixed(2)} ms, ${(t * 1000 / got).toFixed(3)} us/entry (target <= 0.7 at 100k)`);
+}
