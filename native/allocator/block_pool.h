@@ -21,8 +21,8 @@ struct BlockBySize {
 };
 
 struct BlockPool {
-  explicit BlockPool(bool small)
-      : is_small(small), blocks(BlockBySize{}, RecyclingAllocator<Block*>(&node_cache_)) {}
+  explicit BlockPool(bool small, std::uint32_t pool_id = 0)
+      : is_small(small), pool_id(pool_id), blocks(BlockBySize{}, RecyclingAllocator<Block*>(&node_cache_)) {}
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
@@ -36,6 +36,7 @@ struct BlockPool {
   bool contains(Block* block) const { return blocks.count(block) > 0; }
 
   const bool is_small;
+  const std::uint32_t pool_id;  // n of the MemPool id (0, n); 0: the default pools
 
  private:
   NodeCache node_cache_;  // declared before `blocks`, so it outlives the set's nodes
@@ -45,6 +46,22 @@ struct BlockPool {
   // Counts best-fit searches while garbage collection is on; a block's age is this count
   // minus its gc_stamp.
   std::uint64_t get_free_blocks_call_count = 0;
+};
+
+}  // namespace cca
+
+namespace cca {
+
+// A MemPool's private pools (PyTorch's PrivatePool): allocations routed to it are served
+// from, and freed back to, its own small and large pools, never mixed with the default
+// ones. It may be emptied and erased once released (use_count 0) and its segments are gone.
+struct PrivatePool {
+  explicit PrivatePool(std::uint32_t pool_id) : id(pool_id), small(true, pool_id), large(false, pool_id) {}
+  const std::uint32_t id;
+  BlockPool small;
+  BlockPool large;
+  int use_count = 1;             // the MemPool itself; +1 while allocations are routed to it
+  std::size_t segment_count = 0;  // live segments (cudaMalloc_count)
 };
 
 }  // namespace cca

@@ -192,6 +192,7 @@ void DeviceCachingAllocator::release_cached_blocks() {
   synchronize_and_free_events();
   release_free_blocks(large_blocks_);
   release_free_blocks(small_blocks_);
+  release_freeable_pools();
 }
 
 void DeviceCachingAllocator::release_free_blocks(BlockPool& pool) {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -127,6 +128,19 @@ class DeviceCachingAllocator {
   // only on the number of segments and blocks. Appends a `snapshot` trace entry.
   // pool_filter: only that private pool's segments (0: every segment).
   DeviceSnapshot snapshot(std::uint32_t pool_filter, bool include_traces);
+  // --- MemPools (private pools) ---
+  // Creates a private pool; returns its id n (the MemPool id is (0, n)). use_count 1.
+  std::uint32_t create_pool();
+  // Routes the calling thread's allocations to the pool until end_allocate_to_pool
+  // (nested routes: the newest wins). Each begin adds a use; each end removes it.
+  void begin_allocate_to_pool(std::uint32_t pool);
+  void end_allocate_to_pool(std::uint32_t pool);
+  // Drops the MemPool's own use; at use_count 0 its cached memory is released (now, and by
+  // later empty_cache calls) and the pool is erased once it holds no segment.
+  void release_pool(std::uint32_t pool);
+  int pool_use_count(std::uint32_t pool) const;
+  bool pool_exists(std::uint32_t pool) const;
+
   // Stack ids still referenced by live blocks, segments or the ring (for the JS stack table).
   std::vector<std::uint32_t> referenced_stacks() const;
 
@@ -166,7 +180,15 @@ class DeviceCachingAllocator {
 
   // --- policy (caching_allocator.cpp) ---
   void check_stream(StreamId stream) const;
-  BlockPool& pool_for(std::size_t rounded) { return rounded <= kSmallSize ? small_blocks_ : large_blocks_; }
+  BlockPool& pool_for(std::size_t rounded) {
+    if (!routes_.empty()) {
+      if (PrivatePool* p = routed_pool()) return rounded <= kSmallSize ? p->small : p->large;
+    }
+    return rounded <= kSmallSize ? small_blocks_ : large_blocks_;
+  }
+  PrivatePool* routed_pool() const;
+  PrivatePool& private_pool(std::uint32_t pool) const;  // throws for an unknown id
+  void release_freeable_pools();
   bool get_free_block(AllocParams& p);
   bool trigger_free_memory_callbacks(std::unique_lock<std::mutex>& lock);
   bool alloc_block(AllocParams& p, bool is_retry);
@@ -208,6 +230,9 @@ class DeviceCachingAllocator {
   std::vector<Block*> spare_blocks_;  // recycled Block objects: no heap traffic on split/merge
   HistoryOptions history_;
   TraceRing ring_;
+  std::unordered_map<std::uint32_t, std::unique_ptr<PrivatePool>> pools_;
+  // (thread, pool) routes in the order they began: PyTorch's captures_underway.
+  std::vector<std::pair<std::thread::id, std::uint32_t>> routes_;
   std::vector<std::function<bool()>> free_memory_callbacks_;
   std::vector<std::function<void(const OutOfMemoryInfo&)>> oom_observers_;
 };

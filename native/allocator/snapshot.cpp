@@ -30,8 +30,10 @@ DeviceSnapshot DeviceCachingAllocator::snapshot(std::uint32_t pool_filter, bool 
   snap.segments.reserve(segments_.size());
   std::size_t active_bytes = 0;
   for (const auto& [ptr, segment] : segments_) {
-    if (pool_filter != 0) continue;  // private pools arrive with MemPool
+    const std::uint32_t pool_id = segment->pool->pool_id;
+    if (pool_filter != 0 && pool_id != pool_filter) continue;
     SnapshotSegment s;
+    s.pool = pool_id;
     s.address = segment->ptr;
     s.total_size = segment->size;
     s.stream = segment->stream;

@@ -12,7 +12,7 @@ class StateChange {
   explicit StateChange(bool tracing = false) : tracing_(tracing) {}
   // At most two entries per transition (a free that completes at once records both).
   void trace(TraceAction action, DevicePtr addr, std::uint64_t size, StreamId stream, std::uint32_t stack,
-             std::uint32_t tag) {
+             std::uint32_t tag, std::uint32_t pool = 0) {
     if (!tracing_) return;
     TraceEntry& e = entries_[count_++];
     e.action = action;
@@ -21,7 +21,7 @@ class StateChange {
     e.stream = stream;
     e.stack = stack;
     e.tag = tag;
-    e.pool = 0;
+    e.pool = pool;
     e.ticks = 0;
   }
   int trace_count() const { return count_; }

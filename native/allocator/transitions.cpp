@@ -70,8 +70,9 @@ Block* DeviceCachingAllocator::segment_allocated(DevicePtr ptr, std::size_t size
   StateChange change(tracing());
   change.after(*segment);
   change.after(*block);
-  change.trace(TraceAction::kSegmentAlloc, ptr, size, stream, trace_stack(p.ctx.stack), 0);
+  change.trace(TraceAction::kSegmentAlloc, ptr, size, stream, trace_stack(p.ctx.stack), 0, pool.pool_id);
   segments_.emplace(ptr, std::move(segment));
+  if (pool.pool_id != 0) ++pools_.at(pool.pool_id)->segment_count;
   ++stats_.num_device_alloc;
   commit(change);
   return block;
@@ -111,7 +112,8 @@ Block* DeviceCachingAllocator::hand_out(Block* block, const AllocParams& p, std:
   result->tag = p.ctx.tag;
   allocated_.insert(result->ptr, result);
   change.after(*result);
-  change.trace(TraceAction::kAlloc, result->ptr, p.requested, result->stream, trace_stack(p.ctx.stack), p.ctx.tag);
+  change.trace(TraceAction::kAlloc, result->ptr, p.requested, result->stream, trace_stack(p.ctx.stack), p.ctx.tag,
+               result->pool->pool_id);
   commit(change);
   return result;
 }
@@ -128,7 +130,8 @@ void DeviceCachingAllocator::free_requested(Block* block, CallContext ctx) {
       trace_stack(history_.context == RecordContext::kAll ? ctx.stack : block->alloc_stack);
   StateChange change(tracing());
   change.before(*block);
-  change.trace(TraceAction::kFreeRequested, block->ptr, block->requested_size, block->stream, stack, block->tag);
+  change.trace(TraceAction::kFreeRequested, block->ptr, block->requested_size, block->stream, stack, block->tag,
+               block->pool->pool_id);
   block->state = BlockState::kPendingFree;
   if (block->event_count == 0) {
     // Nothing to wait for: complete the free in the same commit. "Free requested" and
@@ -149,7 +152,8 @@ void DeviceCachingAllocator::free_completed(Block* block) {
 
 // A pending block becomes free: merged with free neighbours and put back in its pool.
 void DeviceCachingAllocator::complete_free(Block* block, StateChange& change, std::uint32_t stack) {
-  change.trace(TraceAction::kFreeCompleted, block->ptr, block->requested_size, block->stream, stack, block->tag);
+  change.trace(TraceAction::kFreeCompleted, block->ptr, block->requested_size, block->stream, stack, block->tag,
+               block->pool->pool_id);
   for (Block* neighbour : {block->prev, block->next}) {
     if (neighbour == nullptr || neighbour->state != BlockState::kFree) continue;
     change.before(*neighbour);
@@ -186,8 +190,9 @@ void DeviceCachingAllocator::segment_released(Block* block) {
   StateChange change(tracing());
   change.before(*block);
   change.before(*segment);
-  change.trace(TraceAction::kSegmentFree, segment->ptr, segment->size, segment->stream, 0, 0);
+  change.trace(TraceAction::kSegmentFree, segment->ptr, segment->size, segment->stream, 0, 0, block->pool->pool_id);
   block->pool->erase(block);
+  if (block->pool->pool_id != 0) --pools_.at(block->pool->pool_id)->segment_count;
   ++stats_.num_device_free;
   commit(change);
   delete_block(block);

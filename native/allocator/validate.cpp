@@ -53,10 +53,9 @@ std::string DeviceCachingAllocator::validate_locked() const {
       }
       cursor += b->size;
       expected.after(*b);
+      // In its own pool's set when free; the set sizes below then rule out any second set.
       const bool in_set = b->pool->contains(const_cast<Block*>(b));
-      BlockPool* other = b->pool == &small_blocks_ ? const_cast<BlockPool*>(&large_blocks_)
-                                                   : const_cast<BlockPool*>(&small_blocks_);
-      if (other->contains(const_cast<Block*>(b))) return where + " is in the wrong pool's free set";
+      if (b->pool->pool_id != 0 && pools_.count(b->pool->pool_id) == 0) return where + " belongs to an erased MemPool";
       switch (b->state) {
         case BlockState::kFree:
           ++free_blocks;
@@ -80,9 +79,15 @@ std::string DeviceCachingAllocator::validate_locked() const {
     }
     if (cursor != seg.ptr + seg.size) return "blocks of segment " + hex(seg.ptr) + " do not add up to its size";
   }
-  if (free_blocks != small_blocks_.blocks.size() + large_blocks_.blocks.size()) {
-    return "free sets hold " + std::to_string(small_blocks_.blocks.size() + large_blocks_.blocks.size()) +
-           " blocks but " + std::to_string(free_blocks) + " blocks are free";
+  std::size_t in_sets = small_blocks_.blocks.size() + large_blocks_.blocks.size();
+  for (const auto& [id, pool] : pools_) {
+    in_sets += pool->small.blocks.size() + pool->large.blocks.size();
+    std::size_t segments = 0;
+    for (const auto& [ptr, segment] : segments_) segments += segment->pool->pool_id == id ? 1 : 0;
+    if (segments != pool->segment_count) return "MemPool (0, " + std::to_string(id) + ") miscounts its segments";
+  }
+  if (free_blocks != in_sets) {
+    return "free sets hold " + std::to_string(in_sets) + " blocks but " + std::to_string(free_blocks) + " blocks are free";
   }
   if (allocated_blocks != allocated_.size()) {
     return "pointer map holds " + std::to_string(allocated_.size()) + " entries for " +

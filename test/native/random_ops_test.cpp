@@ -41,6 +41,7 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
   Rng rng{seed};
   std::map<DevicePtr, Live> live;
   std::vector<std::vector<StreamId>> streams(2, std::vector<StreamId>{0});
+  std::vector<std::uint32_t> routes(2, 0);  // the MemPool each device routes to, 0 for none
   std::size_t step = 0;
   // Device 1 records history into a small ring, so recording and wrap-around run under
   // the validator (and the sanitizers) too.
@@ -108,7 +109,16 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
           harness::fail(__FILE__, __LINE__, "ring holds more than max_entries");
         }
       } else if (op < 98) {
-        a.synchronize();
+        // Toggle routing into a MemPool on this thread: create+begin, or end+release.
+        auto& route = routes[static_cast<std::size_t>(dev)];
+        if (route == 0) {
+          route = a.create_pool();
+          a.begin_allocate_to_pool(route);
+        } else {
+          a.end_allocate_to_pool(route);
+          a.release_pool(route);
+          route = 0;
+        }
       } else if (op < 99) {
         a.set_config(rng.below(2) ? AllocatorConfig::parse("max_split_size_mb:40")
                                   : AllocatorConfig{});
@@ -118,6 +128,12 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
       for (int d = 0; d < 2; ++d) {
         const std::string v = f.a(d).validate();
         if (!v.empty()) harness::fail(__FILE__, __LINE__, "device " + std::to_string(d) + ": " + v);
+      }
+    }
+    for (int d = 0; d < 2; ++d) {
+      if (routes[static_cast<std::size_t>(d)] != 0) {
+        f.a(d).end_allocate_to_pool(routes[static_cast<std::size_t>(d)]);
+        f.a(d).release_pool(routes[static_cast<std::size_t>(d)]);
       }
     }
     for (auto& [p, l] : live) f.a(l.device).free(p);
