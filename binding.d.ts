@@ -98,6 +98,13 @@ export interface NativeBinding {
   /** How many clock converters were built (the fast snapshot path builds none). */
   clockBuilds(): number;
 
+  /** MemPools: ids n of (0, n). */
+  poolCreate(device: number): number;
+  poolBegin(device: number, pool: number): void;
+  poolEnd(device: number, pool: number): void;
+  poolRelease(device: number, pool: number): void;
+  poolUseCount(device: number, pool: number): number;
+
   setErrorFactory(factory: ErrorFactory): void;
   runtimeInfo(): RuntimeInfo;
   deviceInfo(device: number): DeviceInfo;

@@ -2,6 +2,7 @@
 export * as memory from './memory.js';
 export * as cuda from './cuda.js';
 export { DeviceBuffer } from './device-buffer.js';
+export { MemPool, use_mem_pool } from './mem-pool.js';
 export { Stream, defaultStream } from './stream.js';
 export { loadSnapshot, parseSnapshot } from './snapshot/load.js';
 export { encodeSnapshot } from './snapshot/dump.js';

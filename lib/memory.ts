@@ -13,6 +13,7 @@ import { recordMemoryHistory, type HistoryEnabled, type RecordHistoryOptions } f
 import type { Segment, Snapshot } from './snapshot/types.js';
 
 export { annotate, type Region } from './history/annotations.js';
+export { MemPool, use_mem_pool } from './mem-pool.js';
 export { onOutOfMemory, dumpSnapshotOnOutOfMemory, type OutOfMemoryEvent } from './oom.js';
 
 let keys: string[] | undefined;

@@ -1,0 +1,66 @@
+// MemPools: create, route this thread's allocations, release.
+#include "mem_pool_functions.h"
+
+#include "addon_state.h"
+#include "args.h"
+#include "runtime_holder.h"
+
+namespace cca::binding {
+
+namespace {
+
+std::uint32_t pool_arg(const Napi::CallbackInfo& info) {
+  const std::uint64_t v = u64_arg(info, 1, "pool");
+  if (v == 0 || v > UINT32_MAX) throw InvalidArgumentError("Expected a MemPool id for pool", "ERR_CCA_INVALID_POOL");
+  return static_cast<std::uint32_t>(v);
+}
+
+Napi::Value PoolCreate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] { return Napi::Number::New(env, runtime().allocator(device_arg(info, 0)).create_pool()); });
+}
+
+Napi::Value PoolBegin(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    runtime().allocator(device_arg(info, 0)).begin_allocate_to_pool(pool_arg(info));
+    return env.Undefined();
+  });
+}
+
+Napi::Value PoolEnd(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    runtime().allocator(device_arg(info, 0)).end_allocate_to_pool(pool_arg(info));
+    return env.Undefined();
+  });
+}
+
+Napi::Value PoolRelease(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    runtime().allocator(device_arg(info, 0)).release_pool(pool_arg(info));
+    return env.Undefined();
+  });
+}
+
+Napi::Value PoolUseCount(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    auto& a = runtime().allocator(device_arg(info, 0));
+    const std::uint32_t pool = pool_arg(info);
+    return Napi::Number::New(env, a.pool_exists(pool) ? a.pool_use_count(pool) : 0);
+  });
+}
+
+}  // namespace
+
+void register_mem_pool_functions(Napi::Env env, Napi::Object exports) {
+  exports.Set("poolCreate", Napi::Function::New(env, PoolCreate, "poolCreate"));
+  exports.Set("poolBegin", Napi::Function::New(env, PoolBegin, "poolBegin"));
+  exports.Set("poolEnd", Napi::Function::New(env, PoolEnd, "poolEnd"));
+  exports.Set("poolRelease", Napi::Function::New(env, PoolRelease, "poolRelease"));
+  exports.Set("poolUseCount", Napi::Function::New(env, PoolUseCount, "poolUseCount"));
+}
+
+}  // namespace cca::binding
