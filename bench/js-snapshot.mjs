@@ -3,9 +3,8 @@
 //  - memory_snapshot({ includeTraces: false }) with 0 and with 100k recorded entries: the
 //    ratio should be ~1 (the fast path never reads the history);
 //  - _snapshot() (traces included) at 1k and 100k entries, per entry.
-// MemPool routing is not implemented yet, so the allocations go to the default pool.
 import os from 'node:os';
-import { cuda, memory } from '../dist/index.js';
+import { MemPool, cuda, memory, use_mem_pool } from '../dist/index.js';
 
 // 10 warm-up and 10 timed calls (PR #172672's method), after a longer JIT warm-up for
 // the cheap variants; the median of 5 such rounds is reported.
@@ -55,3 +54,28 @@ for (const [entries, context] of [[1000, null], [100_000, null], [100_000, 'allo
   const got = memory._snapshot().device_traces[0].length;
   console.log(`_snapshot() with ${String(got).padStart(6)} entries (stacks: ${context ?? 'none'}): ${t.toFixed(2)} ms, ${(t * 1000 / got).toFixed(3)} us/entry (target <= 0.7 at 100k)`);
 }
+
+// PR #172672's test as written: empty_cache, history with defaults (all, unbounded), a
+// MemPool, 1000 x 4 KiB allocated inside it and freed; four variants, 10 warm-up and 10
+// timed calls each. "with traces" is _snapshot() (our memory_snapshot never reads them).
+cuda.sim.configure();
+memory.empty_cache();
+memory._record_memory_history(null);
+memory._record_memory_history();
+const pool = new MemPool();
+use_mem_pool(pool, () => Array.from({ length: 1000 }, () => cuda.alloc(4096))).forEach((b) => b.free());
+const pr = (f) => {
+  for (let i = 0; i < 10; i++) f();
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < 10; i++) f();
+  return Number(process.hrtime.bigint() - t0) / 1e6 / 10;
+};
+const poolWith = pr(() => memory._snapshot({ mempoolId: pool.id }));
+const poolWithout = pr(() => pool.snapshot({ includeTraces: false }));
+const globalWith = pr(() => memory._snapshot());
+const globalWithout = pr(() => memory.memory_snapshot({ includeTraces: false }));
+const n = memory._snapshot().device_traces[0].length;
+console.log(`\nPR #172672 workload (1000 x 4 KiB in a MemPool, history on, ~${n} entries at the end):`);
+console.log(`  MemPool: with traces ${poolWith.toFixed(3)} ms, without ${poolWithout.toFixed(3)} ms (${(poolWith / poolWithout).toFixed(0)}x)`);
+console.log(`  global:  with traces ${globalWith.toFixed(3)} ms, without ${globalWithout.toFixed(3)} ms (${(globalWith / globalWithout).toFixed(0)}x)`);
+memory._record_memory_history(null);

@@ -36,6 +36,39 @@ std::size_t ops_from_env() {
   return v ? static_cast<std::size_t>(std::strtoull(v, nullptr, 10)) : 100000;
 }
 
+// A snapshot (with or without traces) shows exactly the allocator's state: the same
+// segments and blocks, summing to the stats.
+void check_snapshot_matches_state(DeviceCachingAllocator& a) {
+  const DeviceSnapshot fast = a.snapshot(0, false);
+  const DeviceSnapshot full = a.snapshot(0, true);
+  CHECK_EQ(fast.segments.size(), full.segments.size());
+  CHECK_EQ(fast.blocks.size(), full.blocks.size());
+  const auto stats = a.stats();
+  std::int64_t reserved = 0, allocated = 0, active = 0, requested = 0;
+  for (std::size_t i = 0; i < fast.segments.size(); ++i) {
+    const SnapshotSegment& s = fast.segments[i];
+    CHECK_EQ(s.address, full.segments[i].address);
+    CHECK_EQ(s.allocated_size, full.segments[i].allocated_size);
+    if (i > 0) CHECK(fast.segments[i - 1].address < s.address);
+    std::size_t sum = 0;
+    for (std::size_t j = 0; j < s.block_count; ++j) {
+      const SnapshotBlock& b = fast.blocks[s.first_block + j];
+      CHECK_EQ(b.address, s.address + sum);
+      CHECK(b.state == full.blocks[s.first_block + j].state);
+      sum += b.size;
+    }
+    CHECK_EQ(sum, s.total_size);
+    reserved += static_cast<std::int64_t>(s.total_size);
+    allocated += static_cast<std::int64_t>(s.allocated_size);
+    active += static_cast<std::int64_t>(s.active_size);
+    requested += static_cast<std::int64_t>(s.requested_size);
+  }
+  CHECK_EQ(reserved, stats.arrays[kReservedBytes][kAggregate].current);
+  CHECK_EQ(allocated, stats.arrays[kAllocatedBytes][kAggregate].current);
+  CHECK_EQ(active, stats.arrays[kActiveBytes][kAggregate].current);
+  CHECK_EQ(requested, stats.arrays[kRequestedBytes][kAggregate].current);
+}
+
 void run_sequence(std::uint64_t seed, std::size_t ops) {
   Fixture f(256 * MiB, AllocatorConfig{}, 2);
   Rng rng{seed};
@@ -129,6 +162,7 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
         const std::string v = f.a(d).validate();
         if (!v.empty()) harness::fail(__FILE__, __LINE__, "device " + std::to_string(d) + ": " + v);
       }
+      if (step % 97 == 0) check_snapshot_matches_state(f.a(dev));
     }
     for (int d = 0; d < 2; ++d) {
       if (routes[static_cast<std::size_t>(d)] != 0) {
