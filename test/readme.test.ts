@@ -7,6 +7,19 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 describe('README example', () => {
+  it('every js example runs as written', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    expect(blocks.length).toBeGreaterThanOrEqual(2);
+    const entry = new URL('../dist/index.js', import.meta.url).href;
+    for (const code of blocks) {
+      const dir = mkdtempSync(join(tmpdir(), 'cca-readme-'));
+      const file = join(dir, 'example.mjs');
+      writeFileSync(file, code.replace("'cuda-caching-allocator'", JSON.stringify(entry)));
+      execFileSync(process.execPath, [file], { cwd: dir, encoding: 'utf8', env: { ...process.env, CCA_DEVICE: 'sim' } });
+    }
+  });
+
   it('runs and prints the numbers its comments promise', () => {
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
     const code = /```js\n([\s\S]*?)```/.exec(readme)![1]!;
