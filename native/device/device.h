@@ -44,6 +44,12 @@ class Device {
   virtual Status stream_synchronize(StreamId stream) = 0;
   virtual Status device_synchronize() = 0;
 
+  // Copies and fills, queued on `stream` (the caller synchronizes before reusing host
+  // memory). `dst`/`src` ranges must lie inside one live allocation.
+  virtual Status memcpy_htod(DevicePtr dst, const void* src, std::size_t bytes, StreamId stream) = 0;
+  virtual Status memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) = 0;
+  virtual Status memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) = 0;
+
   // Events carry no timing; they only tell when the work recorded before them is done.
   virtual Status event_create(EventId* out) = 0;
   virtual Status event_record(EventId event, StreamId stream) = 0;

@@ -1,5 +1,6 @@
 #include "sim_device.h"
 
+#include <cstring>
 #include <stdexcept>
 
 namespace cca {
@@ -68,6 +69,7 @@ Status SimDevice::free(DevicePtr ptr) {
   if (it == live_.end()) return fail(Status::kInvalidValue, "cudaFree of an unknown pointer");
   std::size_t len = it->second;
   live_.erase(it);
+  contents_.erase(ptr);
   used_ -= len;
   auto next = free_ranges_.lower_bound(ptr);
   if (next != free_ranges_.end() && next->first == ptr + len) {
@@ -82,6 +84,45 @@ Status SimDevice::free(DevicePtr ptr) {
     }
   }
   free_ranges_.emplace(ptr, len);
+  return Status::kOk;
+}
+
+unsigned char* SimDevice::contents_locked(DevicePtr ptr, std::size_t bytes) {
+  // Live allocations are few and disjoint: find the one holding ptr.
+  for (const auto& [base, len] : live_) {
+    if (ptr >= base && ptr - base <= len && bytes <= len - (ptr - base)) {
+      auto& store = contents_[base];
+      if (store.empty()) store.assign(len, 0);
+      return store.data() + (ptr - base);
+    }
+  }
+  return nullptr;
+}
+
+Status SimDevice::memcpy_htod(DevicePtr dst, const void* src, std::size_t bytes, StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "copy on an unknown stream");
+  unsigned char* d = contents_locked(dst, bytes);
+  if (d == nullptr) return fail(Status::kInvalidValue, "copy outside a live allocation");
+  if (bytes) std::memcpy(d, src, bytes);
+  return Status::kOk;
+}
+
+Status SimDevice::memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "copy on an unknown stream");
+  unsigned char* s = contents_locked(src, bytes);
+  if (s == nullptr) return fail(Status::kInvalidValue, "copy outside a live allocation");
+  if (bytes) std::memcpy(dst, s, bytes);
+  return Status::kOk;
+}
+
+Status SimDevice::memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "memset on an unknown stream");
+  unsigned char* d = contents_locked(dst, bytes);
+  if (d == nullptr) return fail(Status::kInvalidValue, "memset outside a live allocation");
+  if (bytes) std::memset(d, value, bytes);
   return Status::kOk;
 }
 

@@ -33,6 +33,10 @@ class SimDevice final : public Device {
   Status free(DevicePtr ptr) override;
   Status mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) override;
 
+  Status memcpy_htod(DevicePtr dst, const void* src, std::size_t bytes, StreamId stream) override;
+  Status memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) override;
+  Status memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) override;
+
   Status stream_create(StreamId* out) override;
   Status stream_destroy(StreamId stream) override;
   Status stream_synchronize(StreamId stream) override;
@@ -64,6 +68,9 @@ class SimDevice final : public Device {
   };
 
   Status fail(Status s, std::string message) const;
+  // The bytes behind [ptr, ptr + bytes) of a live allocation, created (zeroed) on first
+  // use: the simulator holds contents only for allocations that are copied to.
+  unsigned char* contents_locked(DevicePtr ptr, std::size_t bytes);
   void complete_stream_locked(StreamId stream);
   bool stream_known_locked(StreamId stream) const;
 
@@ -74,6 +81,7 @@ class SimDevice final : public Device {
   std::size_t used_ = 0;
   std::map<DevicePtr, std::size_t> free_ranges_;  // address -> length, coalesced
   std::unordered_map<DevicePtr, std::size_t> live_;
+  std::unordered_map<DevicePtr, std::vector<unsigned char>> contents_;  // by allocation base
   std::set<StreamId> streams_;
   std::set<StreamId> held_streams_;
   std::unordered_map<EventId, Event> events_;

@@ -1,0 +1,89 @@
+// The CUDA backend: one Device per GPU over the driver API (driver_library.h). Each device
+// uses its primary context, retained on first use and made current on the calling thread.
+// Stream and event handles are the driver's CUstream / CUevent pointers; stream 0 is the
+// legacy default stream.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../device.h"
+#include "driver_library.h"
+
+namespace cca {
+
+class CudaDevice final : public Device {
+ public:
+  CudaDevice(const DriverLibrary& lib, int ordinal);
+  ~CudaDevice() override;
+
+  int index() const override { return ordinal_; }
+  std::string name() const override { return name_; }
+  bool is_simulated() const override { return false; }
+  std::string last_error() const override;
+
+  Status malloc(DevicePtr* out, std::size_t size) override;
+  Status free(DevicePtr ptr) override;
+  Status mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) override;
+  Status memcpy_htod(DevicePtr dst, const void* src, std::size_t bytes, StreamId stream) override;
+  Status memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) override;
+  Status memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) override;
+
+  Status stream_create(StreamId* out) override;
+  Status stream_destroy(StreamId stream) override;
+  Status stream_synchronize(StreamId stream) override;
+  Status device_synchronize() override;
+
+  Status event_create(EventId* out) override;
+  Status event_record(EventId event, StreamId stream) override;
+  Status event_query(EventId event) override;
+  Status event_synchronize(EventId event) override;
+  Status event_destroy(EventId event) override;
+
+  int compute_capability_major() const { return cc_major_; }
+  int compute_capability_minor() const { return cc_minor_; }
+  std::size_t total_memory() const { return total_; }
+
+ private:
+  // Makes this device's primary context current on the calling thread (retained once).
+  Status ensure_context();
+  Status check(cu::CUresult r, const char* call);
+
+  const DriverLibrary& lib_;
+  const cu::DriverApi& api_;
+  const int ordinal_;
+  cu::CUdevice device_ = 0;
+  std::string name_;
+  std::size_t total_ = 0;
+  int cc_major_ = 0;
+  int cc_minor_ = 0;
+  std::once_flag retain_once_;
+  cu::CUcontext context_ = nullptr;
+  cu::CUresult retain_result_ = cu::CUDA_SUCCESS;
+};
+
+class CudaPlatform final : public Platform {
+ public:
+  // The GPUs the driver sees; throws DeviceError with the reason when there are none or
+  // the driver cannot be used.
+  static std::unique_ptr<CudaPlatform> open();
+  std::string backend() const override { return "cuda"; }
+  int device_count() const override { return static_cast<int>(devices_.size()); }
+  Device& device(int index) override { return *devices_.at(static_cast<std::size_t>(index)); }
+  CudaDevice& cuda_device(int index) { return *devices_.at(static_cast<std::size_t>(index)); }
+
+ private:
+  std::vector<std::unique_ptr<CudaDevice>> devices_;
+};
+
+// Whether the CUDA backend can be used here, and if not, why (no driver, no device, ...).
+struct CudaProbe {
+  bool available = false;
+  int device_count = 0;
+  std::string reason;
+  int driver_version = 0;
+};
+CudaProbe probe_cuda();
+
+}  // namespace cca

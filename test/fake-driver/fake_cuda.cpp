@@ -1,0 +1,332 @@
+// A fake CUDA driver for tests: a shared library exporting the driver entry points the
+// cuda backend uses, backed by host memory, so that backend runs in CI with no GPU
+// (CCA_LIBCUDA_PATH=.../libfakecuda.so). Device pointers are host addresses, so copies
+// really move bytes. Not a simulator of GPU behaviour beyond what the backend needs.
+//
+// Settings (environment, read at cuInit): FAKE_CUDA_DEVICES (default 1, 0 for none),
+// FAKE_CUDA_CAPACITY_MB (default 256), FAKE_CUDA_INIT_ERROR (a CUresult cuInit returns).
+// Switches (exported, for tests): fake_cuda_fail_next_allocs(n), fake_cuda_fail_next_event_queries(n),
+// fake_cuda_hold_stream(stream, held), fake_cuda_complete_stream(stream), fake_cuda_live_allocations().
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+using CUresult = int;
+constexpr CUresult kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kNotInitialized = 3, kNoDevice = 100,
+                   kInvalidDevice = 101, kInvalidHandle = 400, kNotReady = 600, kLaunchFailed = 719;
+
+struct Ctx {
+  int device;
+};
+struct Stream {
+  int device;
+  bool held = false;
+};
+struct Event {
+  Stream* stream = nullptr;  // nullptr: the default stream
+  bool pending = false;
+};
+
+std::mutex mu;
+bool initialized = false;
+int device_count = 1;
+std::size_t capacity = std::size_t{256} << 20;
+std::vector<Ctx> contexts;
+std::vector<std::size_t> used;
+std::map<unsigned long long, std::pair<int, std::size_t>> allocations;  // ptr -> (device, size)
+std::set<Stream*> streams;
+std::set<Event*> events;
+int fail_allocs = 0;
+int fail_queries = 0;
+thread_local int current_device = -1;
+
+bool default_held = false;
+
+CUresult ready_to_go() { return initialized ? kSuccess : kNotInitialized; }
+
+std::size_t env_size(const char* name, std::size_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? static_cast<std::size_t>(std::strtoull(v, nullptr, 10)) : fallback;
+}
+
+}  // namespace
+
+#define FAKE extern "C" __attribute__((visibility("default")))
+
+FAKE CUresult cuInit(unsigned) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (const char* e = std::getenv("FAKE_CUDA_INIT_ERROR")) return std::atoi(e);
+  device_count = static_cast<int>(env_size("FAKE_CUDA_DEVICES", 1));
+  capacity = env_size("FAKE_CUDA_CAPACITY_MB", 256) << 20;
+  contexts.assign(static_cast<std::size_t>(device_count), Ctx{});
+  for (int i = 0; i < device_count; ++i) contexts[static_cast<std::size_t>(i)].device = i;
+  used.assign(static_cast<std::size_t>(device_count), 0);
+  initialized = true;
+  return kSuccess;
+}
+
+FAKE CUresult cuDriverGetVersion(int* v) {
+  *v = 12040;
+  return kSuccess;
+}
+
+FAKE CUresult cuGetErrorName(CUresult r, const char** s) {
+  switch (r) {
+    case kSuccess: *s = "CUDA_SUCCESS"; break;
+    case kInvalidValue: *s = "CUDA_ERROR_INVALID_VALUE"; break;
+    case kOutOfMemory: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+    case kNotInitialized: *s = "CUDA_ERROR_NOT_INITIALIZED"; break;
+    case kNoDevice: *s = "CUDA_ERROR_NO_DEVICE"; break;
+    case kInvalidDevice: *s = "CUDA_ERROR_INVALID_DEVICE"; break;
+    case kInvalidHandle: *s = "CUDA_ERROR_INVALID_HANDLE"; break;
+    case kNotReady: *s = "CUDA_ERROR_NOT_READY"; break;
+    case kLaunchFailed: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
+    default: *s = nullptr; return kInvalidValue;
+  }
+  return kSuccess;
+}
+
+FAKE CUresult cuGetErrorString(CUresult r, const char** s) {
+  *s = r == kOutOfMemory ? "out of memory" : r == kNotReady ? "device not ready" : "fake driver error";
+  return kSuccess;
+}
+
+FAKE CUresult cuDeviceGetCount(int* n) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (!initialized) return kNotInitialized;
+  *n = device_count;
+  return kSuccess;
+}
+
+FAKE CUresult cuDeviceGet(int* d, int ordinal) {
+  if (ordinal < 0 || ordinal >= device_count) return kInvalidDevice;
+  *d = ordinal;
+  return kSuccess;
+}
+
+FAKE CUresult cuDeviceGetName(char* name, int len, int d) {
+  std::string n = "Fake CUDA Device " + std::to_string(d) + " (test driver)";
+  std::strncpy(name, n.c_str(), static_cast<std::size_t>(len));
+  return kSuccess;
+}
+
+FAKE CUresult cuDeviceTotalMem_v2(std::size_t* bytes, int) {
+  *bytes = capacity;
+  return kSuccess;
+}
+
+FAKE CUresult cuDeviceGetAttribute(int* v, int attr, int) {
+  *v = attr == 75 ? 9 : attr == 76 ? 0 : 0;  // compute capability 9.0, like an H100
+  return kSuccess;
+}
+
+FAKE CUresult cuDevicePrimaryCtxRetain(void** ctx, int d) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (d < 0 || d >= device_count) return kInvalidDevice;
+  *ctx = &contexts[static_cast<std::size_t>(d)];
+  return kSuccess;
+}
+
+FAKE CUresult cuDevicePrimaryCtxRelease_v2(int) { return kSuccess; }
+
+FAKE CUresult cuCtxSetCurrent(void* ctx) {
+  current_device = ctx ? static_cast<Ctx*>(ctx)->device : -1;
+  return kSuccess;
+}
+
+FAKE CUresult cuCtxSynchronize() {
+  std::lock_guard<std::mutex> lock(mu);
+  for (Event* e : events) e->pending = false;
+  return kSuccess;
+}
+
+FAKE CUresult cuMemAlloc_v2(unsigned long long* p, std::size_t size) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (current_device < 0) return kInvalidValue;
+  auto& u = used[static_cast<std::size_t>(current_device)];
+  if (fail_allocs > 0) {
+    --fail_allocs;
+    return kOutOfMemory;
+  }
+  if (size == 0 || u + size > capacity) return kOutOfMemory;
+  void* mem = std::aligned_alloc(512, (size + 511) / 512 * 512);
+  if (mem == nullptr) return kOutOfMemory;
+  *p = reinterpret_cast<unsigned long long>(mem);
+  allocations[*p] = {current_device, size};
+  u += size;
+  return kSuccess;
+}
+
+FAKE CUresult cuMemFree_v2(unsigned long long p) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = allocations.find(p);
+  if (it == allocations.end()) return kInvalidValue;
+  used[static_cast<std::size_t>(it->second.first)] -= it->second.second;
+  allocations.erase(it);
+  std::free(reinterpret_cast<void*>(p));
+  return kSuccess;
+}
+
+FAKE CUresult cuMemGetInfo_v2(std::size_t* free_bytes, std::size_t* total) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (current_device < 0) return kInvalidValue;
+  *total = capacity;
+  *free_bytes = capacity - used[static_cast<std::size_t>(current_device)];
+  return kSuccess;
+}
+
+namespace {
+// Whether [p, p + n) lies inside one live allocation.
+bool inside(unsigned long long p, std::size_t n) {
+  auto it = allocations.upper_bound(p);
+  if (it == allocations.begin()) return false;
+  --it;
+  return p >= it->first && p + n <= it->first + it->second.second;
+}
+bool known_stream(void* s) { return s == nullptr || streams.count(static_cast<Stream*>(s)) > 0; }
+}  // namespace
+
+FAKE CUresult cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, std::size_t n, void* s) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (!known_stream(s)) return kInvalidHandle;
+  if (!inside(dst, n)) return kInvalidValue;
+  std::memcpy(reinterpret_cast<void*>(dst), src, n);
+  return kSuccess;
+}
+
+FAKE CUresult cuMemcpyDtoHAsync_v2(void* dst, unsigned long long src, std::size_t n, void* s) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (!known_stream(s)) return kInvalidHandle;
+  if (!inside(src, n)) return kInvalidValue;
+  std::memcpy(dst, reinterpret_cast<void*>(src), n);
+  return kSuccess;
+}
+
+FAKE CUresult cuMemsetD8Async(unsigned long long dst, unsigned char v, std::size_t n, void* s) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (!known_stream(s)) return kInvalidHandle;
+  if (!inside(dst, n)) return kInvalidValue;
+  std::memset(reinterpret_cast<void*>(dst), v, n);
+  return kSuccess;
+}
+
+FAKE CUresult cuStreamCreate(void** s, unsigned) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto* st = new Stream{current_device};
+  streams.insert(st);
+  *s = st;
+  return kSuccess;
+}
+
+FAKE CUresult cuStreamDestroy_v2(void* s) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto* st = static_cast<Stream*>(s);
+  if (!streams.erase(st)) return kInvalidHandle;
+  for (Event* e : events) {
+    if (e->stream == st) {
+      e->pending = false;  // queued work still completes
+      e->stream = nullptr;
+    }
+  }
+  delete st;
+  return kSuccess;
+}
+
+FAKE CUresult cuStreamSynchronize(void* s) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (!known_stream(s)) return kInvalidHandle;
+  for (Event* e : events) {
+    if (e->stream == s) e->pending = false;
+  }
+  return kSuccess;
+}
+
+FAKE CUresult cuStreamQuery(void* s) {
+  std::lock_guard<std::mutex> lock(mu);
+  for (Event* e : events) {
+    if (e->stream == s && e->pending) return kNotReady;
+  }
+  return kSuccess;
+}
+
+FAKE CUresult cuEventCreate(void** e, unsigned) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto* ev = new Event{};
+  events.insert(ev);
+  *e = ev;
+  return kSuccess;
+}
+
+FAKE CUresult cuEventRecord(void* e, void* s) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto* ev = static_cast<Event*>(e);
+  if (!events.count(ev)) return kInvalidHandle;
+  if (!known_stream(s)) return kInvalidHandle;
+  ev->stream = static_cast<Stream*>(s);
+  ev->pending = s ? static_cast<Stream*>(s)->held : default_held;
+  return kSuccess;
+}
+
+FAKE CUresult cuEventQuery(void* e) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (fail_queries > 0) {
+    --fail_queries;
+    return kLaunchFailed;
+  }
+  auto* ev = static_cast<Event*>(e);
+  if (!events.count(ev)) return kInvalidHandle;
+  return ev->pending ? kNotReady : kSuccess;
+}
+
+FAKE CUresult cuEventSynchronize(void* e) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto* ev = static_cast<Event*>(e);
+  if (!events.count(ev)) return kInvalidHandle;
+  for (Event* other : events) {
+    if (other->stream == ev->stream) other->pending = false;  // the stream caught up
+  }
+  return kSuccess;
+}
+
+FAKE CUresult cuEventDestroy_v2(void* e) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto* ev = static_cast<Event*>(e);
+  if (!events.erase(ev)) return kInvalidHandle;
+  delete ev;
+  return kSuccess;
+}
+
+// --- switches for tests ---
+FAKE void fake_cuda_fail_next_allocs(int n) {
+  std::lock_guard<std::mutex> lock(mu);
+  fail_allocs = n;
+}
+FAKE void fake_cuda_fail_next_event_queries(int n) {
+  std::lock_guard<std::mutex> lock(mu);
+  fail_queries = n;
+}
+FAKE void fake_cuda_hold_stream(void* s, int held) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (s == nullptr) {
+    default_held = held != 0;
+  } else if (streams.count(static_cast<Stream*>(s))) {
+    static_cast<Stream*>(s)->held = held != 0;
+  }
+}
+FAKE void fake_cuda_complete_stream(void* s) {
+  std::lock_guard<std::mutex> lock(mu);
+  for (Event* e : events) {
+    if (e->stream == s) e->pending = false;
+  }
+}
+FAKE std::size_t fake_cuda_live_allocations() {
+  std::lock_guard<std::mutex> lock(mu);
+  return allocations.size();
+}

@@ -1,0 +1,174 @@
+// One conformance suite over every backend (RMM's mr_ref_test pattern): the device
+// contract, then the allocator on top of it. It runs against the sim backend, against the
+// cuda backend over our fake driver (test/fake-driver), and against the real driver when
+// ctest's cca_real_gpu_conformance runs on a machine with a GPU.
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+
+#include "device/cuda/cuda_device.h"
+#include "fixture.h"
+#include "harness.h"
+
+using namespace cca;
+using namespace test;
+
+namespace {
+
+// How a test makes a stream's work wait (sim and fake driver); null on a real GPU.
+struct Holder {
+  std::function<void(StreamId, bool)> hold;
+  std::function<void(StreamId)> complete;
+};
+
+void device_contract(Device& d) {
+  std::size_t free0 = 0, total = 0;
+  CHECK(d.mem_get_info(&free0, &total) == Status::kOk);
+  CHECK(total > 0 && free0 <= total);
+  DevicePtr p = 0;
+  CHECK(d.malloc(&p, 2 * MiB) == Status::kOk);
+  CHECK(p != 0 && p % 512 == 0);
+  std::size_t free1 = 0;
+  d.mem_get_info(&free1, &total);
+  CHECK(free1 <= free0);
+  DevicePtr huge = 0;
+  CHECK(d.malloc(&huge, total * 4) == Status::kOutOfMemory);
+
+  StreamId s = 0;
+  CHECK(d.stream_create(&s) == Status::kOk);
+  CHECK(s != 0);
+  // Copies move real bytes: host -> device -> host, and a fill.
+  std::vector<unsigned char> out(4096), back(4096, 0);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<unsigned char>(i * 7);
+  CHECK(d.memcpy_htod(p + 512, out.data(), out.size(), s) == Status::kOk);
+  CHECK(d.stream_synchronize(s) == Status::kOk);
+  CHECK(d.memcpy_dtoh(back.data(), p + 512, back.size(), s) == Status::kOk);
+  CHECK(d.stream_synchronize(s) == Status::kOk);
+  CHECK(back == out);
+  CHECK(d.memset_d8(p, 0xab, 512, 0) == Status::kOk);
+  CHECK(d.memcpy_dtoh(back.data(), p, 512, 0) == Status::kOk);
+  CHECK(d.device_synchronize() == Status::kOk);
+  CHECK(back[0] == 0xab && back[511] == 0xab && back[512] == out[0]);
+
+  EventId e = 0;
+  CHECK(d.event_create(&e) == Status::kOk);
+  CHECK(d.event_record(e, s) == Status::kOk);
+  CHECK(d.event_synchronize(e) == Status::kOk);
+  CHECK(d.event_query(e) == Status::kOk);
+  CHECK(d.event_record(e, 0) == Status::kOk);
+  CHECK(d.event_synchronize(e) == Status::kOk);
+  CHECK(d.event_destroy(e) == Status::kOk);
+  CHECK(d.stream_destroy(s) == Status::kOk);
+  CHECK(d.free(p) == Status::kOk);
+  std::size_t free2 = 0;
+  d.mem_get_info(&free2, &total);
+  CHECK(free2 >= free1);
+}
+
+void allocator_on(Device& d, const Holder& h) {
+  DeviceCachingAllocator a(d, AllocatorConfig{});
+  DevicePtr p = a.malloc(1000, 0);
+  a.free(p);
+  CHECK_EQ(a.malloc(1000, 0), p);  // cached: no device call
+  CHECK_EQ(a.stats().num_device_alloc, std::int64_t{1});
+  StreamId side = a.create_stream();
+  DevicePtr q = a.malloc(5 * MiB, 0);
+  a.record_stream(q, side);
+  if (h.hold) h.hold(side, true);
+  a.free(q);
+  if (h.hold) {
+    CHECK_EQ(a.stats().arrays[kActive][kAggregate].current, std::int64_t{2});  // q waits on `side`
+    CHECK(a.malloc(5 * MiB, 0) != q);
+    h.complete(side);
+  }
+  a.synchronize_stream(side);
+  a.empty_cache();
+  CHECK_VALID(a);
+  a.destroy_stream(side);
+  // An OOM from the device goes through release-and-retry, then the error with real numbers.
+  std::size_t free_bytes = 0, total = 0;
+  d.mem_get_info(&free_bytes, &total);
+  bool oom = false;
+  try {
+    a.malloc(total * 2, 0);
+  } catch (const OutOfMemoryError& err) {
+    oom = true;
+    CHECK_EQ(err.info().device_total, std::uint64_t{total});
+  }
+  CHECK(oom);
+  CHECK_EQ(a.stats().num_alloc_retries, std::int64_t{1});
+  CHECK_VALID(a);
+}
+
+template <class F>
+F symbol(void* lib, const char* name) {
+  return reinterpret_cast<F>(dlsym(lib, name));
+}
+
+}  // namespace
+
+TEST(conformance_sim) {
+  SimPlatform platform(SimOptions{1, 1 * GiB});
+  device_contract(platform.device(0));
+  SimDevice& sim = platform.sim_device(0);
+  allocator_on(platform.device(0), Holder{[&](StreamId s, bool held) { sim.hold_stream(s, held); },
+                                          [&](StreamId s) { sim.complete_stream(s); }});
+}
+
+TEST(conformance_cuda_backend_on_fake_driver) {
+  if (std::getenv("CCA_CONFORMANCE_DRIVER") != nullptr) return;  // this process runs the real driver
+  ::setenv("CCA_LIBCUDA_PATH", FAKE_CUDA_PATH, 1);
+  ::setenv("FAKE_CUDA_CAPACITY_MB", "64", 1);
+  CudaProbe probe = probe_cuda();
+  if (!probe.available) harness::fail(__FILE__, __LINE__, "fake driver unusable: " + probe.reason);
+  auto platform = CudaPlatform::open();
+  CHECK_EQ(platform->device_count(), 1);
+  CHECK(!platform->device(0).is_simulated());
+  CHECK(platform->device(0).name().find("Fake CUDA Device 0") != std::string::npos);
+  CHECK_EQ(platform->cuda_device(0).compute_capability_major(), 9);
+  device_contract(platform->device(0));
+  void* lib = dlopen(FAKE_CUDA_PATH, RTLD_NOW | RTLD_NOLOAD);
+  CHECK(lib != nullptr);
+  auto hold = symbol<void (*)(void*, int)>(lib, "fake_cuda_hold_stream");
+  auto complete = symbol<void (*)(void*)>(lib, "fake_cuda_complete_stream");
+  auto as_ptr = [](StreamId s) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(s)); };
+  allocator_on(platform->device(0), Holder{[&](StreamId s, bool held) { hold(as_ptr(s), held ? 1 : 0); },
+                                           [&](StreamId s) { complete(as_ptr(s)); }});
+  // Driver errors reach the allocator as statuses: an injected allocation failure is an
+  // OOM that the retry path absorbs; a failing event query is a DeviceError.
+  DeviceCachingAllocator a(platform->device(0), AllocatorConfig{});
+  a.free(a.malloc(1000, 0));
+  symbol<void (*)(int)>(lib, "fake_cuda_fail_next_allocs")(1);
+  a.free(a.malloc(5 * MiB, 0));
+  CHECK_EQ(a.stats().num_alloc_retries, std::int64_t{1});
+  StreamId side = a.create_stream();
+  hold(as_ptr(side), 1);
+  DevicePtr p = a.malloc(4096, 0);
+  a.record_stream(p, side);
+  a.free(p);
+  symbol<void (*)(int)>(lib, "fake_cuda_fail_next_event_queries")(1);
+  CHECK_THROWS(a.malloc(4096, 0), DeviceError, "ERR_CCA_DEVICE");
+  complete(as_ptr(side));
+  CHECK_VALID(a);
+  a.destroy_stream(side);
+}
+
+TEST(conformance_real_gpu) {
+  const char* driver = std::getenv("CCA_CONFORMANCE_DRIVER");
+  if (driver == nullptr) return;  // run by ctest's cca_real_gpu_conformance only
+  ::setenv("CCA_LIBCUDA_PATH", driver, 1);
+  CudaProbe probe = probe_cuda();
+  if (!probe.available) {
+    std::cout << "SKIPPED conformance_real_gpu: " << probe.reason << "\n";
+    return;
+  }
+  auto platform = CudaPlatform::open();
+  for (int i = 0; i < platform->device_count(); ++i) {
+    std::cout << "real GPU " << i << ": " << platform->device(i).name() << "\n";
+    device_contract(platform->device(i));
+    allocator_on(platform->device(i), Holder{});
+  }
+}
