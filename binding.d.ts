@@ -64,6 +64,16 @@ export interface SnapshotParts {
   traceOverflowed: boolean;
 }
 
+export interface CudaProbe {
+  available: boolean;
+  /** Why the CUDA backend cannot be used ('' when it can). */
+  reason: string;
+  deviceCount: number;
+  driverVersion: number;
+  /** The driver library tried (libcuda.so.1, or CCA_LIBCUDA_PATH). */
+  path: string;
+}
+
 export interface NativeBinding {
   alloc(device: number, size: number, stream: number, stackId?: number, tagId?: number): number;
   free(device: number, ptr: number, stackId?: number): void;
@@ -104,6 +114,12 @@ export interface NativeBinding {
   poolEnd(device: number, pool: number): void;
   poolRelease(device: number, pool: number): void;
   poolUseCount(device: number, pool: number): number;
+
+  /** Copies and fills: queued on the stream, then the stream is synchronized. */
+  copyHtoD(device: number, ptr: number, src: ArrayBufferView, stream: number): void;
+  copyDtoH(device: number, ptr: number, dst: ArrayBufferView, stream: number): void;
+  fill(device: number, ptr: number, value: number, bytes: number, stream: number): void;
+  cudaProbe(): CudaProbe;
 
   setErrorFactory(factory: ErrorFactory): void;
   runtimeInfo(): RuntimeInfo;

@@ -9,7 +9,20 @@ import { Stream, defaultStream } from './stream.js';
 import { generation, setGeneration } from './generation.js';
 import { resetCurrentDevice, resolveDevice } from './device.js';
 import { checkBoolean, checkInteger, checkOptions, checkSize, checkString, typeError } from './validate.js';
-import type { SimState } from '../binding.js';
+import type { CudaProbe, SimState } from '../binding.js';
+
+/**
+ * Whether the CUDA backend can be used here (a driver and at least one GPU), and if not,
+ * why. It does not switch backends: CCA_DEVICE (default auto) chose at start.
+ */
+export function isAvailable(): boolean {
+  return native.cudaProbe().available;
+}
+
+/** The details behind isAvailable(): reason, device count, driver version, library path. */
+export function probe(): CudaProbe {
+  return native.cudaProbe();
+}
 
 export { Stream, defaultStream } from './stream.js';
 export { DeviceBuffer } from './device-buffer.js';

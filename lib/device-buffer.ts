@@ -1,6 +1,7 @@
 // A device allocation. It holds the pointer; the memory goes back to the allocator's
 // cache on free() (or `using`), never straight to the device.
 import { InvalidPointerError } from './errors.js';
+import { checkInteger, rangeError, typeError } from './validate.js';
 import { native } from './native.js';
 import type { Stream } from './stream.js';
 import { generation } from './generation.js';
@@ -45,6 +46,44 @@ export class DeviceBuffer {
       else native.free(this.device, this.ptr);
     }
     this.#freed = true;
+  }
+
+  /**
+   * Copies a typed array (or Buffer) into the buffer at `offset` bytes, on the buffer's
+   * stream, and waits for the copy: `src` may be reused when this returns.
+   */
+  copyFrom(src: ArrayBufferView, offset = 0): this {
+    this.assertLive('copyFrom');
+    this.#checkSpan('copyFrom', src, offset);
+    if (src.byteLength > 0) native.copyHtoD(this.device, this.ptr + offset, src, this.stream.handle);
+    return this;
+  }
+
+  /** Copies `dst.byteLength` bytes from `offset` into `dst` (after the stream's queued work). */
+  copyTo<T extends ArrayBufferView>(dst: T, offset = 0): T {
+    this.assertLive('copyTo');
+    this.#checkSpan('copyTo', dst, offset);
+    if (dst.byteLength > 0) native.copyDtoH(this.device, this.ptr + offset, dst, this.stream.handle);
+    return dst;
+  }
+
+  /** Sets `bytes` bytes (default: to the end) from `offset` to `value` (0-255). */
+  fill(value: number, offset = 0, bytes = this.size - offset): this {
+    this.assertLive('fill');
+    checkInteger('value', value, 0, 255);
+    checkInteger('offset', offset, 0, this.size);
+    checkInteger('bytes', bytes, 0, this.size - offset);
+    if (bytes > 0) native.fill(this.device, this.ptr + offset, value, bytes, this.stream.handle);
+    return this;
+  }
+
+  #checkSpan(op: string, view: unknown, offset: number): void {
+    if (!ArrayBuffer.isView(view)) throw typeError('a TypedArray, DataView or Buffer', `${op} array`, view);
+    checkInteger('offset', offset, 0, this.size);
+    if (offset + view.byteLength > this.size) {
+      throw rangeError(`at most ${this.size - offset} bytes (the buffer holds ${this.size} from offset ${offset})`,
+        `${op} array length`, view.byteLength, '; use a shorter array or a larger buffer');
+    }
   }
 
   /** Frees the buffer unless it was freed already (for `using`). */

@@ -25,4 +25,4 @@ export type { Block, Segment, Snapshot, TraceEntry, Annotation, Frame, TraceActi
 export type { RecordHistoryOptions } from './history/record.js';
 export type { OutOfMemoryEvent } from './oom.js';
 export type { Region } from './history/annotations.js';
-export type { DeviceInfo, RuntimeInfo, SimState } from '../binding.js';
+export type { CudaProbe, DeviceInfo, RuntimeInfo, SimState } from '../binding.js';

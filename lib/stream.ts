@@ -73,7 +73,7 @@ export class Stream {
 }
 
 const defaults = new Map<number, Stream>();
-let defaultsGeneration = generation();
+let defaultsGeneration: number | undefined;  // read lazily: importing must not start the runtime
 
 /** The default (legacy) stream of a device. */
 export function defaultStream(device?: number): Stream {

@@ -172,3 +172,21 @@ describe('options, devices and settings', () => {
     rejected(() => cuda.alloc(4096), DeviceError, 'ERR_CCA_DEVICE', [0, 1]);
   });
 });
+
+describe('copies', () => {
+  it('out of bounds, wrong types and freed buffers are refused and change nothing', () => {
+    const b = cuda.alloc(1024);
+    rejected(() => b.copyFrom(new Uint8Array(1025)), ArgumentRangeError, 'ERR_INVALID_ARG_VALUE', [0, 1]);
+    rejected(() => b.copyFrom(new Uint8Array(1000), 100), ArgumentRangeError, 'ERR_INVALID_ARG_VALUE', [0, 1]);
+    rejected(() => b.copyTo(new Float64Array(129)), ArgumentRangeError, 'ERR_INVALID_ARG_VALUE', [0, 1]);
+    rejected(() => b.copyFrom([1, 2, 3] as never), ArgumentTypeError, 'ERR_INVALID_ARG_TYPE', [0, 1]);
+    rejected(() => b.copyFrom(new Uint8Array(4), -1), ArgumentRangeError, 'ERR_INVALID_ARG_VALUE', [0, 1]);
+    rejected(() => b.fill(256), ArgumentRangeError, 'ERR_INVALID_ARG_VALUE', [0, 1]);
+    rejected(() => b.fill(1, 1000, 100), ArgumentRangeError, 'ERR_INVALID_ARG_VALUE', [0, 1]);
+    const data = new Uint8Array(1024).map((_, i) => i & 0xff);
+    expect(b.copyFrom(data).copyTo(new Uint8Array(1024))).toEqual(data);
+    b.free();
+    rejected(() => b.copyTo(new Uint8Array(4)), InvalidPointerError, 'ERR_CCA_INVALID_POINTER', [0, 1]);
+    rejected(() => b.fill(0), InvalidPointerError, 'ERR_CCA_INVALID_POINTER', [0, 1]);
+  });
+});

@@ -3,6 +3,7 @@
 
 #include "addon_state.h"
 #include "allocation_functions.h"
+#include "copy_functions.h"
 #include "history_functions.h"
 #include "mem_pool_functions.h"
 #include "memory_functions.h"
@@ -19,6 +20,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   cca::binding::register_runtime_functions(env, exports);
   cca::binding::register_history_functions(env, exports);
   cca::binding::register_mem_pool_functions(env, exports);
+  cca::binding::register_copy_functions(env, exports);
   return exports;
 }
 

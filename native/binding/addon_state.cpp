@@ -8,17 +8,25 @@ namespace cca::binding {
 
 namespace {
 std::atomic<std::uint32_t> g_next_owner{1};
+std::atomic<int> g_live_environments{0};
 
 void release_environment(AddonState* s) {
   // The environment is going away (a worker exits, or the process ends): its buffers can
-  // no longer be freed from JS, so they are freed here.
+  // no longer be freed from JS, so they are freed here. When it is the last one, the
+  // runtime goes too, returning the cache to the device while the driver is still whole
+  // (static destructors at exit run after the driver library's own).
   try {
     Runtime& r = runtime();
     for (int d = 0; d < r.device_count(); ++d) r.allocator(d).release_owner(s->owner);
   } catch (...) {
     // Teardown must not throw; a runtime that cannot be built has nothing to release.
   }
+  if (g_live_environments.fetch_sub(1) == 1) shutdown_runtime();
+  delete s;
 }
+
+// The state is freed by the cleanup hook above, not by the instance-data finalizer.
+void keep_state(Napi::Env, AddonState*) {}
 }  // namespace
 
 AddonState& state(Napi::Env env) { return *env.GetInstanceData<AddonState>(); }
@@ -26,7 +34,9 @@ AddonState& state(Napi::Env env) { return *env.GetInstanceData<AddonState>(); }
 void install_state(Napi::Env env) {
   auto* s = new AddonState();
   s->owner = g_next_owner.fetch_add(1);
-  env.SetInstanceData<AddonState>(s);
+  g_live_environments.fetch_add(1);
+  // The state outlives the instance-data finalizer: the cleanup hook frees it.
+  env.SetInstanceData<AddonState, keep_state>(s);
   env.AddCleanupHook([s] { release_environment(s); });
 }
 

@@ -69,6 +69,13 @@ void replace_runtime(const std::string& kind, const SimOptions& sim) {
   g_generation.fetch_add(1);
 }
 
+void shutdown_runtime() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_current.store(nullptr, std::memory_order_release);
+  g_runtime.reset();
+  g_generation.fetch_add(1);
+}
+
 std::uint32_t runtime_generation() { return g_generation.load(); }
 
 SimDevice& sim_device(int device) {

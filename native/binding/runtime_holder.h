@@ -14,6 +14,10 @@ Runtime& runtime();
 // Replaces the runtime (tests and demos on the sim backend). Every allocation of the old
 // one is released; the generation number changes so stale JS handles are detected.
 void replace_runtime(const std::string& kind, const SimOptions& sim);
+// Destroys the runtime (returning every segment to the device) if one exists. Called when
+// the last JS environment is torn down, so the driver is never called during static
+// destruction at exit; a later runtime() builds a fresh one.
+void shutdown_runtime();
 // Increases each time the runtime is replaced.
 std::uint32_t runtime_generation();
 // The simulated device, or an InvalidArgumentError when the backend is not sim.

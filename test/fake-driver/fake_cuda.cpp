@@ -34,15 +34,18 @@ struct Event {
   bool pending = false;
 };
 
-std::mutex mu;
+// Heap-allocated and never destroyed, like a real driver's state: a caller releasing
+// memory during process exit must not find these already torn down.
+std::mutex& mu = *new std::mutex;
 bool initialized = false;
 int device_count = 1;
 std::size_t capacity = std::size_t{256} << 20;
-std::vector<Ctx> contexts;
-std::vector<std::size_t> used;
-std::map<unsigned long long, std::pair<int, std::size_t>> allocations;  // ptr -> (device, size)
-std::set<Stream*> streams;
-std::set<Event*> events;
+std::vector<Ctx>& contexts = *new std::vector<Ctx>;
+std::vector<std::size_t>& used = *new std::vector<std::size_t>;
+std::map<unsigned long long, std::pair<int, std::size_t>>& allocations =
+    *new std::map<unsigned long long, std::pair<int, std::size_t>>;  // ptr -> (device, size)
+std::set<Stream*>& streams = *new std::set<Stream*>;
+std::set<Event*>& events = *new std::set<Event*>;
 int fail_allocs = 0;
 int fail_queries = 0;
 thread_local int current_device = -1;
