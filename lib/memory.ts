@@ -126,8 +126,6 @@ export function memory_summary(device?: number, abbreviated = false): string {
   });
 }
 
-let warnedExpandable = false;
-
 /**
  * Applies a config string (PYTORCH_CUDA_ALLOC_CONF syntax) to every device at run time.
  * Options not named return to their defaults, as in PyTorch. Unknown keys throw
@@ -135,12 +133,6 @@ let warnedExpandable = false;
  */
 export function _set_allocator_settings(settings: string): void {
   native.setAllocatorSettings(checkString('settings', settings));
-  const s = native.allocatorSettings();
-  if (s.expandable_segments === true && !warnedExpandable) {
-    warnedExpandable = true;
-    process.emitWarning('expandable_segments:True is accepted but not implemented yet; fixed segments are used',
-      { code: 'CCA_EXPANDABLE_SEGMENTS_UNSUPPORTED' });
-  }
 }
 
 /** The settings in force, as PyTorch's snapshot `allocator_settings` dict. */

@@ -196,3 +196,28 @@ describe('snapshots', () => {
     expect(() => memory.onOutOfMemory('x' as never)).toThrow(ArgumentTypeError);
   });
 });
+
+describe('expandable segments', () => {
+  it('map pages on demand, snapshot as expandable ranges and trace segment_map/unmap', () => {
+    memory._set_allocator_settings('expandable_segments:True');
+    memory._record_memory_history({ enabled: 'all', context: null });
+    const a = cuda.alloc(15 * MiB);
+    const b = cuda.alloc(15 * MiB);
+    expect(b.ptr).toBe(a.ptr + 15 * MiB);
+    const segs = memory.memory_snapshot();
+    expect(segs).toHaveLength(1);
+    expect(segs[0]).toMatchObject({ is_expandable: true, total_size: 40 * MiB, segment_type: 'large' });
+    expect(memory.memory_stats()['segment.all.current']).toBe(0);
+    expect(memory.memory_reserved()).toBe(40 * MiB);
+    const data = new Uint8Array(2 * MiB).fill(9);
+    expect(b.copyFrom(data, 4 * MiB).copyTo(new Uint8Array(2 * MiB), 4 * MiB)).toEqual(data);
+    a.free();
+    b.free();
+    memory.empty_cache();
+    expect(memory.memory_reserved()).toBe(0);
+    expect(actions().filter((x) => x.startsWith('segment_'))).toEqual(['segment_map', 'segment_map', 'segment_unmap']);
+    expect(memory.get_allocator_settings().expandable_segments).toBe(true);
+    expect(memory.check_invariants()).toBeNull();
+    memory._set_allocator_settings('');
+  });
+});

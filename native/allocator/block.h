@@ -31,6 +31,10 @@ struct Block {
   Block* prev = nullptr;
   Block* next = nullptr;
   BlockState state = BlockState::kFree;
+  // False for expandable-segment address space not backed by memory (Note [Expandable
+  // segments] in expandable_segments.cpp). Such a block is free and sits in its pool's
+  // `unmapped` set; it merges only with unmapped neighbours.
+  bool mapped = true;
   // Whether this allocation counts in oversize_allocations; fixed at hand-out so that a
   // later change of max_split_size cannot make the count drift.
   bool counted_oversize = false;
@@ -52,6 +56,10 @@ struct Segment {
   Block* head = nullptr;  // the block at the segment's lowest address
   bool counted_oversize = false;
   std::uint32_t stack = 0;  // interned stack of the malloc that made the segment
+  // Expandable: a reserved address range mapped page by page; `size` is the whole range.
+  bool expandable = false;
+  std::size_t page_size = 0;
+  std::vector<std::uint64_t> pages;  // the device's handle of each mapped page, 0 if unmapped
 };
 
 }  // namespace cca

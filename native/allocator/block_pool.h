@@ -20,6 +20,15 @@ struct BlockBySize {
   }
 };
 
+// Unmapped expandable address space, by (stream, address): new memory goes to the lowest
+// free address of a stream's segment.
+struct BlockByAddress {
+  bool operator()(const Block* a, const Block* b) const {
+    if (a->stream != b->stream) return a->stream < b->stream;
+    return a->ptr < b->ptr;
+  }
+};
+
 struct BlockPool {
   explicit BlockPool(bool small, std::uint32_t pool_id = 0)
       : is_small(small), pool_id(pool_id), blocks(BlockBySize{}, RecyclingAllocator<Block*>(&node_cache_)) {}
@@ -30,6 +39,8 @@ struct BlockPool {
   // oversize rules: a request below max_split_size never takes a block at or above it,
   // and a request at or above it only takes a block less than
   // max_non_split_rounding_size bigger than itself.
+  // With expandable segments on, a block followed by unmapped space counts that space as
+  // part of its fit; with them off, expandable blocks are skipped.
   Block* take_best_fit(StreamId stream, std::size_t size, const AllocatorConfig& cfg);
   void insert(Block* block) { blocks.insert(block); }
   void erase(Block* block) { blocks.erase(block); }
@@ -43,6 +54,7 @@ struct BlockPool {
 
  public:
   std::set<Block*, BlockBySize, RecyclingAllocator<Block*>> blocks;
+  std::set<Block*, BlockByAddress> unmapped;
   // Counts best-fit searches while garbage collection is on; a block's age is this count
   // minus its gc_stamp.
   std::uint64_t get_free_blocks_call_count = 0;

@@ -63,7 +63,14 @@ DeviceCachingAllocator::DeviceCachingAllocator(Device& device, const AllocatorCo
 DeviceCachingAllocator::~DeviceCachingAllocator() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [ptr, segment] : segments_) {
-    device_.free(ptr);
+    if (segment->expandable) {
+      for (std::size_t i = 0; i < segment->pages.size(); ++i) {
+        if (segment->pages[i] != 0) device_.unmap_memory(ptr + i * segment->page_size, segment->page_size, segment->pages[i]);
+      }
+      device_.release_address(ptr, segment->size);
+    } else {
+      device_.free(ptr);
+    }
     for (Block* b = segment->head; b != nullptr;) {
       Block* next = b->next;
       delete b;
@@ -141,6 +148,11 @@ bool DeviceCachingAllocator::alloc_block(AllocParams& p, bool is_retry) {
     p.device_status = Status::kOutOfMemory;
     return false;
   }
+  if (use_expandable()) {
+    p.block = try_allocate_expandable_block(p);
+    if (p.block == nullptr) p.device_status = Status::kOutOfMemory;
+    return p.block != nullptr;
+  }
   DevicePtr ptr = 0;
   Status s = device_.malloc(&ptr, size);
   if (s == Status::kOutOfMemory) {
@@ -167,7 +179,7 @@ bool DeviceCachingAllocator::release_available_cached_blocks(const AllocParams& 
   key.ptr = 0;
   auto it = blocks.lower_bound(&key);
   if (it != blocks.end() && (*it)->stream == p.stream) {
-    if ((*it)->is_split()) return false;
+    if ((*it)->is_split() || (*it)->segment->expandable) return false;
     segment_released(*it);
     return true;
   }
@@ -179,7 +191,7 @@ bool DeviceCachingAllocator::release_available_cached_blocks(const AllocParams& 
     const bool first = current == blocks.begin();
     if (!first) --it;
     Block* b = *current;
-    if (!b->is_split()) {
+    if (!b->is_split() && !b->segment->expandable) {
       released += b->size;
       segment_released(b);
     }
@@ -197,10 +209,26 @@ void DeviceCachingAllocator::release_cached_blocks() {
 
 void DeviceCachingAllocator::release_free_blocks(BlockPool& pool) {
   std::vector<Block*> unsplit;
+  std::vector<Block*> to_unmap;
   for (Block* b : pool.blocks) {
-    if (!b->is_split()) unsplit.push_back(b);
+    if (b->segment->expandable) {
+      to_unmap.push_back(b);
+    } else if (!b->is_split()) {
+      unsplit.push_back(b);
+    }
   }
   for (Block* b : unsplit) segment_released(b);
+  // Unmapping reshapes the free set, so it runs on the gathered list; blocks that merge
+  // away meanwhile are skipped.
+  for (Block* b : to_unmap) {
+    if (pool.contains(b)) unmap_block(b);
+  }
+  // Segments that never got a page (a failed first map) go too.
+  std::vector<Block*> empty;
+  for (Block* b : pool.unmapped) {
+    if (b->prev == nullptr && b->next == nullptr) empty.push_back(b);
+  }
+  for (Block* b : empty) release_expandable_segment(b);
 }
 
 // Frees unsplit large blocks at or above the average age until reserved memory is back
@@ -215,8 +243,9 @@ void DeviceCachingAllocator::garbage_collect_cached_blocks() {
   auto age = [&](const Block* b) { return static_cast<double>(pool.get_free_blocks_call_count - b->gc_stamp); };
   double total_age = 0;
   int freeable = 0;
+  auto freeable_block = [](const Block* b) { return !b->is_split() && !b->segment->expandable; };
   for (Block* b : pool.blocks) {
-    if (!b->is_split()) {
+    if (freeable_block(b)) {
       total_age += age(b);
       ++freeable;
     }
@@ -228,7 +257,7 @@ void DeviceCachingAllocator::garbage_collect_cached_blocks() {
     freed = false;
     std::vector<Block*> victims;
     for (Block* b : pool.blocks) {
-      if (!b->is_split() && age(b) >= age_threshold) victims.push_back(b);
+      if (freeable_block(b) && age(b) >= age_threshold) victims.push_back(b);
     }
     for (Block* b : victims) {
       freed = true;

@@ -170,6 +170,14 @@ class DeviceCachingAllocator {
   void complete_free(Block* block, StateChange& change, std::uint32_t stack);
   void segment_released(Block* block);
   void commit(const StateChange& change);
+  // Expandable segments (expandable_segments.cpp).
+  void merge_free_neighbours(Block* block, StateChange& change);
+  Block* find_expandable_block(const AllocParams& p);
+  bool map_block(Block* to_map, std::size_t size, const AllocParams& p);
+  Block* try_allocate_expandable_block(const AllocParams& p);
+  void unmap_block(Block* block);
+  void release_expandable_segment(Block* block);
+  bool use_expandable() const { return config_.expandable_segments && device_.vmm_granularity() != 0; }
   // A trace entry with no state change (oom, snapshot).
   void record_event(TraceAction action, DevicePtr addr, std::uint64_t size, StreamId stream, std::uint32_t stack);
   bool tracing() const { return history_.enabled; }

@@ -9,7 +9,7 @@
 // | garbage_collection_threshold    | 0 (off)             | (0, 1)                         | free old cached blocks above this share of the fraction limit |
 // | roundup_power2_divisions        | 0 everywhere        | power of two or 0, or a list   | round sizes up to 1/N steps between powers of two |
 // | per_process_memory_fraction     | 1.0                 | [0, 1]                         | cap reserved memory at this share of the device |
-// | expandable_segments             | False               | True / False                   | accepted; not implemented yet: fixed segments are used |
+// | expandable_segments             | False               | True / False                   | one growable segment per stream and pool (VMM) |
 // | backend                         | native              | native                         | cudaMallocAsync is not offered |
 // | release_lock_on_cudamalloc, pinned_use_cuda_host_register, pinned_num_register_threads,
 // | pinned_use_background_threads, pinned_reserve_segment_size_mb, pinned_free_catch_all,

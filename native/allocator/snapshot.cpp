@@ -32,15 +32,34 @@ DeviceSnapshot DeviceCachingAllocator::snapshot(std::uint32_t pool_filter, bool 
   for (const auto& [ptr, segment] : segments_) {
     const std::uint32_t pool_id = segment->pool->pool_id;
     if (pool_filter != 0 && pool_id != pool_filter) continue;
+    // One snapshot segment per segment, or per contiguous mapped range of an expandable
+    // one (as PyTorch reports them).
     SnapshotSegment s;
-    s.pool = pool_id;
-    s.address = segment->ptr;
-    s.total_size = segment->size;
-    s.stream = segment->stream;
-    s.is_small = segment->pool->is_small;
-    s.stack = segment->stack;
-    s.first_block = snap.blocks.size();
+    bool open = false;
+    auto close = [&] {
+      if (!open) return;
+      s.block_count = snap.blocks.size() - s.first_block;
+      active_bytes += s.active_size;
+      snap.segments.push_back(s);
+      open = false;
+    };
     for (const Block* b = segment->head; b != nullptr; b = b->next) {
+      if (!b->mapped) {
+        close();
+        continue;
+      }
+      if (!open) {
+        s = SnapshotSegment{};
+        s.address = b->ptr;
+        s.stream = segment->stream;
+        s.is_small = segment->pool->is_small;
+        s.is_expandable = segment->expandable;
+        s.pool = pool_id;
+        s.stack = segment->stack;
+        s.first_block = snap.blocks.size();
+        open = true;
+      }
+      s.total_size += b->size;
       SnapshotBlock sb;
       sb.address = b->ptr;
       sb.size = b->size;
@@ -55,9 +74,7 @@ DeviceSnapshot DeviceCachingAllocator::snapshot(std::uint32_t pool_filter, bool 
       }
       snap.blocks.push_back(sb);
     }
-    s.block_count = snap.blocks.size() - s.first_block;
-    active_bytes += s.active_size;
-    snap.segments.push_back(s);
+    close();
   }
   std::sort(snap.segments.begin(), snap.segments.end(),
             [](const SnapshotSegment& a, const SnapshotSegment& b) { return a.address < b.address; });

@@ -29,6 +29,10 @@ void DeviceStats::reset_accumulated() {
 void StatDelta::add_block(const Block& b, int sign) {
   const int p = b.pool->is_small ? 0 : 1;
   const auto size = static_cast<std::int64_t>(b.size);
+  const bool expandable = b.segment->expandable;
+  // An expandable segment reserves only what is mapped: each mapped block counts its bytes
+  // (and PyTorch counts no `segment` for it).
+  if (expandable && b.mapped) add(kReservedBytes, p, sign * size);
   switch (b.state) {
     case BlockState::kAllocated:
       add(kAllocation, p, sign);
@@ -41,7 +45,7 @@ void StatDelta::add_block(const Block& b, int sign) {
       add(kRequestedBytes, p, sign * static_cast<std::int64_t>(b.requested_size));
       break;
     case BlockState::kFree:
-      if (b.is_split()) {
+      if (b.is_split() && !expandable) {
         add(kInactiveSplit, p, sign);
         add(kInactiveSplitBytes, p, sign * size);
       }
@@ -50,6 +54,7 @@ void StatDelta::add_block(const Block& b, int sign) {
 }
 
 void StatDelta::add_segment(const Segment& s, int sign) {
+  if (s.expandable) return;  // counted through its mapped blocks
   const int p = s.pool->is_small ? 0 : 1;
   add(kSegment, p, sign);
   add(kReservedBytes, p, sign * static_cast<std::int64_t>(s.size));

@@ -83,7 +83,7 @@ Block* DeviceCachingAllocator::hand_out(Block* block, const AllocParams& p, std:
   StateChange change(tracing());
   change.before(*block);
   Block* result = block;
-  if (should_split(block->size, p.size, block->pool->is_small, config_)) {
+  if (should_split(block->size, p.size, block->pool->is_small || block->segment->expandable, config_)) {
     Block* front = new_block();
     front->ptr = block->ptr;
     front->size = p.size;
@@ -154,25 +154,7 @@ void DeviceCachingAllocator::free_completed(Block* block) {
 void DeviceCachingAllocator::complete_free(Block* block, StateChange& change, std::uint32_t stack) {
   change.trace(TraceAction::kFreeCompleted, block->ptr, block->requested_size, block->stream, stack, block->tag,
                block->pool->pool_id);
-  for (Block* neighbour : {block->prev, block->next}) {
-    if (neighbour == nullptr || neighbour->state != BlockState::kFree) continue;
-    change.before(*neighbour);
-    neighbour->pool->erase(neighbour);
-    if (neighbour == block->prev) {
-      block->ptr = neighbour->ptr;
-      block->prev = neighbour->prev;
-      if (block->prev != nullptr) {
-        block->prev->next = block;
-      } else {
-        block->segment->head = block;
-      }
-    } else {
-      block->next = neighbour->next;
-      if (block->next != nullptr) block->next->prev = block;
-    }
-    block->size += neighbour->size;
-    delete_block(neighbour);
-  }
+  merge_free_neighbours(block, change);
   block->state = BlockState::kFree;
   block->gc_stamp = block->pool->get_free_blocks_call_count;
   block->pool->insert(block);

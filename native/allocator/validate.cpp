@@ -33,6 +33,7 @@ std::string DeviceCachingAllocator::validate() const {
 std::string DeviceCachingAllocator::validate_locked() const {
   StateChange expected;
   std::size_t free_blocks = 0;
+  std::size_t unmapped_blocks = 0;
   std::size_t allocated_blocks = 0;
   std::size_t pending_events = 0;
 
@@ -55,13 +56,33 @@ std::string DeviceCachingAllocator::validate_locked() const {
       expected.after(*b);
       // In its own pool's set when free; the set sizes below then rule out any second set.
       const bool in_set = b->pool->contains(const_cast<Block*>(b));
+      const bool in_unmapped = b->pool->unmapped.count(const_cast<Block*>(b)) > 0;
+      if (!b->mapped) {
+        if (!seg.expandable) return where + " is unmapped in a fixed segment";
+        if (b->state != BlockState::kFree || !in_unmapped || in_set) return where + " is unmapped but not only in the unmapped set";
+        if (prev != nullptr && prev->state == BlockState::kFree && !prev->mapped) return where + " and its unmapped predecessor were not merged";
+        if (seg.page_size == 0 || (b->ptr - seg.ptr) % seg.page_size != 0 || b->size % seg.page_size != 0) {
+          return where + " is unmapped space not aligned to pages";
+        }
+        for (DevicePtr a = b->ptr; a < b->ptr + b->size; a += seg.page_size) {
+          if (seg.pages[(a - seg.ptr) / seg.page_size] != 0) return where + " is unmapped over a mapped page";
+        }
+        ++unmapped_blocks;
+        continue;
+      }
+      if (in_unmapped) return where + " is mapped but in the unmapped set";
+      if (seg.expandable) {
+        for (DevicePtr a = b->ptr - (b->ptr - seg.ptr) % seg.page_size; a < b->ptr + b->size; a += seg.page_size) {
+          if (seg.pages[(a - seg.ptr) / seg.page_size] == 0) return where + " is mapped over an unmapped page";
+        }
+      }
       if (b->pool->pool_id != 0 && pools_.count(b->pool->pool_id) == 0) return where + " belongs to an erased MemPool";
       switch (b->state) {
         case BlockState::kFree:
           ++free_blocks;
           if (!in_set) return where + " is free but not in its pool's free set";
           if (b->event_count != 0 || !b->stream_uses.empty()) return where + " is free with events or stream uses";
-          if (prev != nullptr && prev->state == BlockState::kFree) return where + " and its free predecessor were not merged";
+          if (prev != nullptr && prev->state == BlockState::kFree && prev->mapped) return where + " and its free predecessor were not merged";
           break;
         case BlockState::kAllocated:
           ++allocated_blocks;
@@ -80,11 +101,17 @@ std::string DeviceCachingAllocator::validate_locked() const {
     if (cursor != seg.ptr + seg.size) return "blocks of segment " + hex(seg.ptr) + " do not add up to its size";
   }
   std::size_t in_sets = small_blocks_.blocks.size() + large_blocks_.blocks.size();
+  std::size_t in_unmapped_sets = small_blocks_.unmapped.size() + large_blocks_.unmapped.size();
   for (const auto& [id, pool] : pools_) {
     in_sets += pool->small.blocks.size() + pool->large.blocks.size();
+    in_unmapped_sets += pool->small.unmapped.size() + pool->large.unmapped.size();
     std::size_t segments = 0;
     for (const auto& [ptr, segment] : segments_) segments += segment->pool->pool_id == id ? 1 : 0;
     if (segments != pool->segment_count) return "MemPool (0, " + std::to_string(id) + ") miscounts its segments";
+  }
+  if (unmapped_blocks != in_unmapped_sets) {
+    return "unmapped sets hold " + std::to_string(in_unmapped_sets) + " blocks but " + std::to_string(unmapped_blocks) +
+           " blocks are unmapped";
   }
   if (free_blocks != in_sets) {
     return "free sets hold " + std::to_string(in_sets) + " blocks but " + std::to_string(free_blocks) + " blocks are free";

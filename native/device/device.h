@@ -50,6 +50,16 @@ class Device {
   virtual Status memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) = 0;
   virtual Status memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) = 0;
 
+  // Virtual memory, for expandable segments: reserve an address range, back pages of it
+  // with physical memory (map) and give them back (unmap), release the range. Sizes and
+  // offsets are multiples of vmm_granularity(); 0 means the backend has no VMM.
+  // map_memory reports kOutOfMemory when the device has no room.
+  virtual std::size_t vmm_granularity() = 0;
+  virtual Status reserve_address(DevicePtr* out, std::size_t size) = 0;
+  virtual Status release_address(DevicePtr base, std::size_t size) = 0;
+  virtual Status map_memory(DevicePtr at, std::size_t size, std::uint64_t* handle) = 0;
+  virtual Status unmap_memory(DevicePtr at, std::size_t size, std::uint64_t handle) = 0;
+
   // Events carry no timing; they only tell when the work recorded before them is done.
   virtual Status event_create(EventId* out) = 0;
   virtual Status event_record(EventId event, StreamId stream) = 0;

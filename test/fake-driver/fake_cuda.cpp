@@ -7,6 +7,8 @@
 // FAKE_CUDA_CAPACITY_MB (default 256), FAKE_CUDA_INIT_ERROR (a CUresult cuInit returns).
 // Switches (exported, for tests): fake_cuda_fail_next_allocs(n), fake_cuda_fail_next_event_queries(n),
 // fake_cuda_hold_stream(stream, held), fake_cuda_complete_stream(stream), fake_cuda_live_allocations().
+#include <sys/mman.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -186,12 +188,44 @@ FAKE CUresult cuMemGetInfo_v2(std::size_t* free_bytes, std::size_t* total) {
 }
 
 namespace {
-// Whether [p, p + n) lies inside one live allocation.
+struct Physical {
+  int device;
+  std::size_t size;
+};
+std::map<unsigned long long, std::size_t>& reservations = *new std::map<unsigned long long, std::size_t>;
+std::map<unsigned long long, std::size_t>& mapped = *new std::map<unsigned long long, std::size_t>;  // at -> size
+
+bool within(const std::map<unsigned long long, std::size_t>& ranges, unsigned long long p, std::size_t n) {
+  auto it = ranges.upper_bound(p);
+  if (it == ranges.begin()) return false;
+  --it;
+  return p >= it->first && p + n <= it->first + it->second;
+}
+
+// Whether [p, p + n) is covered by back-to-back mapped VMM ranges (as on a GPU, a copy may
+// cross pages mapped separately).
+bool mapped_span(unsigned long long p, std::size_t n) {
+  auto it = mapped.upper_bound(p);
+  if (it == mapped.begin()) return false;
+  --it;
+  unsigned long long at = p;
+  const unsigned long long end = p + n;
+  while (it != mapped.end() && it->first <= at && at < it->first + it->second) {
+    at = it->first + it->second;
+    if (at >= end) return true;
+    ++it;
+  }
+  return false;
+}
+
+// Whether [p, p + n) lies inside one live allocation or mapped VMM memory.
 bool inside(unsigned long long p, std::size_t n) {
   auto it = allocations.upper_bound(p);
-  if (it == allocations.begin()) return false;
-  --it;
-  return p >= it->first && p + n <= it->first + it->second.second;
+  if (it != allocations.begin()) {
+    --it;
+    if (p >= it->first && p + n <= it->first + it->second.second) return true;
+  }
+  return mapped_span(p, n);
 }
 bool known_stream(void* s) { return s == nullptr || streams.count(static_cast<Stream*>(s)) > 0; }
 }  // namespace
@@ -303,6 +337,76 @@ FAKE CUresult cuEventDestroy_v2(void* e) {
   auto* ev = static_cast<Event*>(e);
   if (!events.erase(ev)) return kInvalidHandle;
   delete ev;
+  return kSuccess;
+}
+
+// --- virtual memory: reserved ranges are PROT_NONE mappings; cuMemMap makes pages usable ---
+FAKE CUresult cuMemGetAllocationGranularity(std::size_t* g, const void*, int) {
+  *g = std::size_t{2} << 20;
+  return kSuccess;
+}
+
+FAKE CUresult cuMemAddressReserve(unsigned long long* p, std::size_t size, std::size_t, unsigned long long,
+                                  unsigned long long) {
+  std::lock_guard<std::mutex> lock(mu);
+  void* at = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (at == MAP_FAILED) return kOutOfMemory;
+  *p = reinterpret_cast<unsigned long long>(at);
+  reservations[*p] = size;
+  return kSuccess;
+}
+
+FAKE CUresult cuMemAddressFree(unsigned long long p, std::size_t size) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = reservations.find(p);
+  if (it == reservations.end() || it->second != size) return kInvalidValue;
+  munmap(reinterpret_cast<void*>(p), size);
+  reservations.erase(it);
+  return kSuccess;
+}
+
+FAKE CUresult cuMemCreate(unsigned long long* handle, std::size_t size, const void*, unsigned long long) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (current_device < 0) return kInvalidValue;
+  auto& u = used[static_cast<std::size_t>(current_device)];
+  if (fail_allocs > 0) {
+    --fail_allocs;
+    return kOutOfMemory;
+  }
+  if (u + size > capacity) return kOutOfMemory;
+  u += size;
+  *handle = reinterpret_cast<unsigned long long>(new Physical{current_device, size});
+  return kSuccess;
+}
+
+FAKE CUresult cuMemRelease(unsigned long long handle) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto* ph = reinterpret_cast<Physical*>(handle);
+  used[static_cast<std::size_t>(ph->device)] -= ph->size;
+  delete ph;
+  return kSuccess;
+}
+
+FAKE CUresult cuMemMap(unsigned long long at, std::size_t size, std::size_t, unsigned long long, unsigned long long) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (!within(reservations, at, size) || within(mapped, at, 1)) return kInvalidValue;
+  if (mprotect(reinterpret_cast<void*>(at), size, PROT_READ | PROT_WRITE) != 0) return kOutOfMemory;
+  mapped[at] = size;
+  return kSuccess;
+}
+
+FAKE CUresult cuMemSetAccess(unsigned long long at, std::size_t size, const void*, std::size_t) {
+  std::lock_guard<std::mutex> lock(mu);
+  return within(mapped, at, size) ? kSuccess : kInvalidValue;
+}
+
+FAKE CUresult cuMemUnmap(unsigned long long at, std::size_t size) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = mapped.find(at);
+  if (it == mapped.end() || it->second != size) return kInvalidValue;
+  madvise(reinterpret_cast<void*>(at), size, MADV_DONTNEED);
+  mprotect(reinterpret_cast<void*>(at), size, PROT_NONE);
+  mapped.erase(it);
   return kSuccess;
 }
 

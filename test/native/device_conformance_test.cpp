@@ -68,7 +68,29 @@ void device_contract(Device& d) {
   CHECK(free2 >= free1);
 }
 
+// Expandable segments over the backend's VMM: map on demand, contiguous growth, unmap.
+void expandable_on(Device& d) {
+  if (d.vmm_granularity() == 0) return;
+  DeviceCachingAllocator a(d, AllocatorConfig::parse("expandable_segments:True"));
+  DevicePtr x = a.malloc(15 * MiB, 0);
+  DevicePtr y = a.malloc(15 * MiB, 0);
+  CHECK_EQ(y, x + 15 * MiB);
+  std::vector<unsigned char> out(1 << 20, 0x5a), back(1 << 20, 0);
+  // [y + 4.5 MiB, y + 5.5 MiB) crosses from the first 20 MiB page into the second.
+  CHECK(d.memcpy_htod(y + 4 * MiB + MiB / 2, out.data(), out.size(), 0) == Status::kOk);
+  CHECK(d.memcpy_dtoh(back.data(), y + 4 * MiB + MiB / 2, back.size(), 0) == Status::kOk);
+  CHECK(d.device_synchronize() == Status::kOk);
+  CHECK(back == out);
+  CHECK_EQ(a.stats().arrays[kReservedBytes][kAggregate].current, std::int64_t{40 * MiB});
+  a.free(x);
+  a.free(y);
+  a.empty_cache();
+  CHECK_EQ(a.stats().arrays[kReservedBytes][kAggregate].current, std::int64_t{0});
+  CHECK_VALID(a);
+}
+
 void allocator_on(Device& d, const Holder& h) {
+  expandable_on(d);
   DeviceCachingAllocator a(d, AllocatorConfig{});
   DevicePtr p = a.malloc(1000, 0);
   a.free(p);

@@ -153,7 +153,9 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
           route = 0;
         }
       } else if (op < 99) {
-        a.set_config(rng.below(2) ? AllocatorConfig::parse("max_split_size_mb:40")
+        const std::uint64_t which = rng.below(3);
+        a.set_config(which == 0   ? AllocatorConfig::parse("max_split_size_mb:40")
+                     : which == 1 ? AllocatorConfig::parse("expandable_segments:True")
                                   : AllocatorConfig{});
       } else {
         a.set_memory_fraction(rng.below(2) ? 1.0 : 0.5);

@@ -141,6 +141,78 @@ Status CudaDevice::event_destroy(EventId event) {
   return check(api_.cuEventDestroy_v2(as_event(event)), "cuEventDestroy");
 }
 
+namespace {
+cu::CUmemAllocationProp device_prop(cu::CUdevice device) {
+  cu::CUmemAllocationProp prop{};
+  prop.type = cu::kMemAllocationTypePinned;
+  prop.location.type = cu::kMemLocationTypeDevice;
+  prop.location.id = device;
+  return prop;
+}
+}  // namespace
+
+std::size_t CudaDevice::vmm_granularity() {
+  std::call_once(granularity_once_, [this] {
+    if (!api_.cuMemAddressReserve || !api_.cuMemCreate || !api_.cuMemMap || !api_.cuMemUnmap ||
+        !api_.cuMemSetAccess || !api_.cuMemRelease || !api_.cuMemAddressFree || !api_.cuMemGetAllocationGranularity) {
+      return;  // an old driver: no expandable segments
+    }
+    if (ensure_context() != Status::kOk) return;
+    cu::CUmemAllocationProp prop = device_prop(device_);
+    std::size_t g = 0;
+    if (api_.cuMemGetAllocationGranularity(&g, &prop, cu::kGranularityMinimum) == cu::CUDA_SUCCESS) granularity_ = g;
+  });
+  return granularity_;
+}
+
+Status CudaDevice::reserve_address(DevicePtr* out, std::size_t size) {
+  CCA_CONTEXT();
+  if (vmm_granularity() == 0) return check(cu::CUDA_ERROR_INVALID_VALUE, "cuMemAddressReserve (no VMM support)");
+  cu::CUdeviceptr p = 0;
+  Status s = check(api_.cuMemAddressReserve(&p, size, 0, 0, 0), "cuMemAddressReserve");
+  if (s == Status::kOk) *out = p;
+  return s;
+}
+
+Status CudaDevice::release_address(DevicePtr base, std::size_t size) {
+  CCA_CONTEXT();
+  return check(api_.cuMemAddressFree(base, size), "cuMemAddressFree");
+}
+
+// Physical memory for [at, at + size): create, map, then grant this device access. Any
+// failure undoes the earlier steps.
+Status CudaDevice::map_memory(DevicePtr at, std::size_t size, std::uint64_t* handle) {
+  CCA_CONTEXT();
+  cu::CUmemAllocationProp prop = device_prop(device_);
+  cu::CUmemGenericAllocationHandle h = 0;
+  Status s = check(api_.cuMemCreate(&h, size, &prop, 0), "cuMemCreate");
+  if (s != Status::kOk) return s;
+  s = check(api_.cuMemMap(at, size, 0, h, 0), "cuMemMap");
+  if (s != Status::kOk) {
+    api_.cuMemRelease(h);
+    return s;
+  }
+  cu::CUmemAccessDesc access{};
+  access.location.type = cu::kMemLocationTypeDevice;
+  access.location.id = device_;
+  access.flags = cu::kMemAccessReadWrite;
+  s = check(api_.cuMemSetAccess(at, size, &access, 1), "cuMemSetAccess");
+  if (s != Status::kOk) {
+    api_.cuMemUnmap(at, size);
+    api_.cuMemRelease(h);
+    return s;
+  }
+  *handle = h;
+  return Status::kOk;
+}
+
+Status CudaDevice::unmap_memory(DevicePtr at, std::size_t size, std::uint64_t handle) {
+  CCA_CONTEXT();
+  Status s = check(api_.cuMemUnmap(at, size), "cuMemUnmap");
+  if (s != Status::kOk) return s;
+  return check(api_.cuMemRelease(handle), "cuMemRelease");
+}
+
 #undef CCA_CONTEXT
 
 CudaProbe probe_cuda() {

@@ -30,6 +30,12 @@ class CudaDevice final : public Device {
   Status memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) override;
   Status memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) override;
 
+  std::size_t vmm_granularity() override;
+  Status reserve_address(DevicePtr* out, std::size_t size) override;
+  Status release_address(DevicePtr base, std::size_t size) override;
+  Status map_memory(DevicePtr at, std::size_t size, std::uint64_t* handle) override;
+  Status unmap_memory(DevicePtr at, std::size_t size, std::uint64_t handle) override;
+
   Status stream_create(StreamId* out) override;
   Status stream_destroy(StreamId stream) override;
   Status stream_synchronize(StreamId stream) override;
@@ -61,6 +67,8 @@ class CudaDevice final : public Device {
   std::once_flag retain_once_;
   cu::CUcontext context_ = nullptr;
   cu::CUresult retain_result_ = cu::CUDA_SUCCESS;
+  std::once_flag granularity_once_;
+  std::size_t granularity_ = 0;
 };
 
 class CudaPlatform final : public Platform {

@@ -1,5 +1,6 @@
 #include "sim_device.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -87,43 +88,141 @@ Status SimDevice::free(DevicePtr ptr) {
   return Status::kOk;
 }
 
-unsigned char* SimDevice::contents_locked(DevicePtr ptr, std::size_t bytes) {
-  // Live allocations are few and disjoint: find the one holding ptr.
-  for (const auto& [base, len] : live_) {
-    if (ptr >= base && ptr - base <= len && bytes <= len - (ptr - base)) {
-      auto& store = contents_[base];
-      if (store.empty()) store.assign(len, 0);
-      return store.data() + (ptr - base);
-    }
+unsigned char* SimDevice::backing_locked(DevicePtr base, std::size_t len) {
+  auto& store = contents_[base];
+  if (store.empty()) store.assign(len, 0);
+  return store.data();
+}
+
+template <class F>
+bool SimDevice::for_each_piece_locked(DevicePtr ptr, std::size_t bytes, F&& fn) {
+  // First resolve every piece, so that a range with a hole does nothing at all.
+  struct Piece {
+    DevicePtr base;
+    std::size_t len;
+    DevicePtr at;
+    std::size_t n;
+  };
+  std::vector<Piece> pieces;
+  DevicePtr at = ptr;
+  std::size_t left = bytes;
+  while (left > 0) {
+    bool found = false;
+    auto consider = [&](DevicePtr base, std::size_t len) {
+      if (found || at < base || at >= base + len) return;
+      const std::size_t n = std::min<std::size_t>(left, base + len - at);
+      pieces.push_back(Piece{base, len, at, n});
+      at += n;
+      left -= n;
+      found = true;
+    };
+    for (const auto& [base, len] : live_) consider(base, len);
+    for (const auto& [h, range] : mappings_) consider(range.first, range.second);
+    if (!found) return false;
   }
-  return nullptr;
+  for (const Piece& p : pieces) fn(backing_locked(p.base, p.len) + (p.at - p.base), p.n);
+  return true;
 }
 
 Status SimDevice::memcpy_htod(DevicePtr dst, const void* src, std::size_t bytes, StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "copy on an unknown stream");
-  unsigned char* d = contents_locked(dst, bytes);
-  if (d == nullptr) return fail(Status::kInvalidValue, "copy outside a live allocation");
-  if (bytes) std::memcpy(d, src, bytes);
+  const auto* from = static_cast<const unsigned char*>(src);
+  if (!for_each_piece_locked(dst, bytes, [&](unsigned char* mem, std::size_t n) {
+        std::memcpy(mem, from, n);
+        from += n;
+      })) {
+    return fail(Status::kInvalidValue, "copy outside device memory");
+  }
   return Status::kOk;
 }
 
 Status SimDevice::memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "copy on an unknown stream");
-  unsigned char* s = contents_locked(src, bytes);
-  if (s == nullptr) return fail(Status::kInvalidValue, "copy outside a live allocation");
-  if (bytes) std::memcpy(dst, s, bytes);
+  auto* to = static_cast<unsigned char*>(dst);
+  if (!for_each_piece_locked(src, bytes, [&](unsigned char* mem, std::size_t n) {
+        std::memcpy(to, mem, n);
+        to += n;
+      })) {
+    return fail(Status::kInvalidValue, "copy outside device memory");
+  }
   return Status::kOk;
 }
 
 Status SimDevice::memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "memset on an unknown stream");
-  unsigned char* d = contents_locked(dst, bytes);
-  if (d == nullptr) return fail(Status::kInvalidValue, "memset outside a live allocation");
-  if (bytes) std::memset(d, value, bytes);
+  if (!for_each_piece_locked(dst, bytes, [&](unsigned char* mem, std::size_t n) { std::memset(mem, value, n); })) {
+    return fail(Status::kInvalidValue, "memset outside device memory");
+  }
   return Status::kOk;
+}
+
+Status SimDevice::reserve_address(DevicePtr* out, std::size_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Address space only: capacity is taken when pages are mapped.
+  for (auto it = free_ranges_.begin(); it != free_ranges_.end(); ++it) {
+    if (it->second < size) continue;
+    DevicePtr ptr = it->first;
+    std::size_t rest = it->second - size;
+    free_ranges_.erase(it);
+    if (rest > 0) free_ranges_.emplace(ptr + size, rest);
+    reservations_.emplace(ptr, size);
+    *out = ptr;
+    return Status::kOk;
+  }
+  return fail(Status::kOutOfMemory, "simulated address space exhausted");
+}
+
+Status SimDevice::release_address(DevicePtr base, std::size_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = reservations_.find(base);
+  if (it == reservations_.end() || it->second != size) return fail(Status::kInvalidValue, "release of an unknown reservation");
+  for (const auto& [h, range] : mappings_) {
+    if (range.first >= base && range.first < base + size) return fail(Status::kInvalidValue, "release of a range still mapped");
+  }
+  reservations_.erase(it);
+  free_ranges_.emplace(base, size);  // not coalesced: reservations are few
+  return Status::kOk;
+}
+
+Status SimDevice::map_memory(DevicePtr at, std::size_t size, std::uint64_t* handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (fail_mallocs_ > 0) {
+    --fail_mallocs_;
+    return fail(Status::kOutOfMemory, "simulated cuMemCreate failure (fault injection)");
+  }
+  if (used_ + size > capacity_) return fail(Status::kOutOfMemory, "simulated device is full");
+  bool inside = false;
+  for (const auto& [base, len] : reservations_) inside = inside || (at >= base && at + size <= base + len);
+  if (!inside) return fail(Status::kInvalidValue, "map outside a reservation");
+  for (const auto& [h, range] : mappings_) {
+    if (at < range.first + range.second && range.first < at + size) return fail(Status::kInvalidValue, "map over a mapped range");
+  }
+  used_ += size;
+  mapped_ += size;
+  *handle = next_handle_++;
+  mappings_.emplace(*handle, std::make_pair(at, size));
+  return Status::kOk;
+}
+
+Status SimDevice::unmap_memory(DevicePtr at, std::size_t size, std::uint64_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = mappings_.find(handle);
+  if (it == mappings_.end() || it->second.first != at || it->second.second != size) {
+    return fail(Status::kInvalidValue, "unmap of an unknown mapping");
+  }
+  mappings_.erase(it);
+  contents_.erase(at);
+  used_ -= size;
+  mapped_ -= size;
+  return Status::kOk;
+}
+
+std::size_t SimDevice::mapped_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return mapped_;
 }
 
 Status SimDevice::mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) {

@@ -37,6 +37,13 @@ class SimDevice final : public Device {
   Status memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) override;
   Status memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) override;
 
+  std::size_t vmm_granularity() override { return std::size_t{2} << 20; }
+  Status reserve_address(DevicePtr* out, std::size_t size) override;
+  Status release_address(DevicePtr base, std::size_t size) override;
+  Status map_memory(DevicePtr at, std::size_t size, std::uint64_t* handle) override;
+  Status unmap_memory(DevicePtr at, std::size_t size, std::uint64_t handle) override;
+  std::size_t mapped_bytes() const;
+
   Status stream_create(StreamId* out) override;
   Status stream_destroy(StreamId stream) override;
   Status stream_synchronize(StreamId stream) override;
@@ -68,9 +75,13 @@ class SimDevice final : public Device {
   };
 
   Status fail(Status s, std::string message) const;
-  // The bytes behind [ptr, ptr + bytes) of a live allocation, created (zeroed) on first
-  // use: the simulator holds contents only for allocations that are copied to.
-  unsigned char* contents_locked(DevicePtr ptr, std::size_t bytes);
+  // Calls fn(memory, length) for each piece of [ptr, ptr + bytes) in turn, each inside
+  // one live allocation or VMM mapping (a range may cross back-to-back mappings). Contents
+  // are created (zeroed) on first use: the simulator holds bytes only where copies go.
+  // False, with nothing done, if some byte is not backed.
+  template <class F>
+  bool for_each_piece_locked(DevicePtr ptr, std::size_t bytes, F&& fn);
+  unsigned char* backing_locked(DevicePtr base, std::size_t len);
   void complete_stream_locked(StreamId stream);
   bool stream_known_locked(StreamId stream) const;
 
@@ -82,6 +93,10 @@ class SimDevice final : public Device {
   std::map<DevicePtr, std::size_t> free_ranges_;  // address -> length, coalesced
   std::unordered_map<DevicePtr, std::size_t> live_;
   std::unordered_map<DevicePtr, std::vector<unsigned char>> contents_;  // by allocation base
+  std::unordered_map<DevicePtr, std::size_t> reservations_;  // address ranges (no memory)
+  std::unordered_map<std::uint64_t, std::pair<DevicePtr, std::size_t>> mappings_;  // handle -> range
+  std::uint64_t next_handle_ = 1;
+  std::size_t mapped_ = 0;
   std::set<StreamId> streams_;
   std::set<StreamId> held_streams_;
   std::unordered_map<EventId, Event> events_;
