@@ -35,6 +35,9 @@ struct Block {
   // segments] in expandable_segments.cpp). Such a block is free and sits in its pool's
   // `unmapped` set; it merges only with unmapped neighbours.
   bool mapped = true;
+  // Whether its segment is expandable: kept here too because the hot path (stats, best
+  // fit) reads it for every block it touches, and the segment is another cache line.
+  bool expandable = false;
   // Whether this allocation counts in oversize_allocations; fixed at hand-out so that a
   // later change of max_split_size cannot make the count drift.
   bool counted_oversize = false;

@@ -9,7 +9,7 @@ Block* BlockPool::take_best_fit(StreamId stream, std::size_t size, const Allocat
   key.ptr = 0;
   auto it = blocks.lower_bound(&key);
   if (it == blocks.end() || (*it)->stream != stream) return nullptr;
-  if ((*it)->segment->expandable) {
+  if ((*it)->expandable) {
     if (cfg.expandable_segments) {
       // Prefer a block that cannot grow over one followed by unmapped space, so that
       // space stays available for large requests.
@@ -17,14 +17,14 @@ Block* BlockPool::take_best_fit(StreamId stream, std::size_t size, const Allocat
         return b->size + (b->next != nullptr && !b->next->mapped ? b->next->size : 0);
       };
       auto next = std::next(it);
-      while ((*it)->segment->expandable && next != blocks.end() && (*next)->stream == stream &&
+      while ((*it)->expandable && next != blocks.end() && (*next)->stream == stream &&
              expandable_size(*next) < expandable_size(*it)) {
         it = next++;
       }
     } else {
       do {
         ++it;
-      } while (it != blocks.end() && (*it)->segment->expandable && (*it)->stream == stream);
+      } while (it != blocks.end() && (*it)->expandable && (*it)->stream == stream);
       if (it == blocks.end() || (*it)->stream != stream) return nullptr;
     }
   }

@@ -179,7 +179,7 @@ bool DeviceCachingAllocator::release_available_cached_blocks(const AllocParams& 
   key.ptr = 0;
   auto it = blocks.lower_bound(&key);
   if (it != blocks.end() && (*it)->stream == p.stream) {
-    if ((*it)->is_split() || (*it)->segment->expandable) return false;
+    if ((*it)->is_split() || (*it)->expandable) return false;
     segment_released(*it);
     return true;
   }
@@ -191,7 +191,7 @@ bool DeviceCachingAllocator::release_available_cached_blocks(const AllocParams& 
     const bool first = current == blocks.begin();
     if (!first) --it;
     Block* b = *current;
-    if (!b->is_split() && !b->segment->expandable) {
+    if (!b->is_split() && !b->expandable) {
       released += b->size;
       segment_released(b);
     }
@@ -211,7 +211,7 @@ void DeviceCachingAllocator::release_free_blocks(BlockPool& pool) {
   std::vector<Block*> unsplit;
   std::vector<Block*> to_unmap;
   for (Block* b : pool.blocks) {
-    if (b->segment->expandable) {
+    if (b->expandable) {
       to_unmap.push_back(b);
     } else if (!b->is_split()) {
       unsplit.push_back(b);
@@ -243,7 +243,7 @@ void DeviceCachingAllocator::garbage_collect_cached_blocks() {
   auto age = [&](const Block* b) { return static_cast<double>(pool.get_free_blocks_call_count - b->gc_stamp); };
   double total_age = 0;
   int freeable = 0;
-  auto freeable_block = [](const Block* b) { return !b->is_split() && !b->segment->expandable; };
+  auto freeable_block = [](const Block* b) { return !b->is_split() && !b->expandable; };
   for (Block* b : pool.blocks) {
     if (freeable_block(b)) {
       total_age += age(b);

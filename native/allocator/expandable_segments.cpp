@@ -93,6 +93,7 @@ Block* DeviceCachingAllocator::find_expandable_block(const AllocParams& p) {
   block->pool = &pool;
   block->segment = segment.get();
   block->mapped = false;
+  block->expandable = true;
   segment->head = block;
   segment->stack = p.ctx.stack;
   pool.unmapped.insert(block);
@@ -136,6 +137,7 @@ bool DeviceCachingAllocator::map_block(Block* to_map, std::size_t size, const Al
     rest->pool = to_map->pool;
     rest->segment = to_map->segment;
     rest->mapped = false;
+    rest->expandable = true;
     rest->prev = to_map;
     rest->next = to_map->next;
     if (rest->next != nullptr) rest->next->prev = rest;
@@ -204,6 +206,7 @@ void DeviceCachingAllocator::unmap_block(Block* block) {
       b->stream = block->stream;
       b->pool = block->pool;
       b->segment = block->segment;
+      b->expandable = true;
       if (before) {
         b->prev = block->prev;
         b->next = block;

@@ -29,7 +29,7 @@ void DeviceStats::reset_accumulated() {
 void StatDelta::add_block(const Block& b, int sign) {
   const int p = b.pool->is_small ? 0 : 1;
   const auto size = static_cast<std::int64_t>(b.size);
-  const bool expandable = b.segment->expandable;
+  const bool expandable = b.expandable;
   // An expandable segment reserves only what is mapped: each mapped block counts its bytes
   // (and PyTorch counts no `segment` for it).
   if (expandable && b.mapped) add(kReservedBytes, p, sign * size);

@@ -83,13 +83,14 @@ Block* DeviceCachingAllocator::hand_out(Block* block, const AllocParams& p, std:
   StateChange change(tracing());
   change.before(*block);
   Block* result = block;
-  if (should_split(block->size, p.size, block->pool->is_small || block->segment->expandable, config_)) {
+  if (should_split(block->size, p.size, block->pool->is_small || block->expandable, config_)) {
     Block* front = new_block();
     front->ptr = block->ptr;
     front->size = p.size;
     front->stream = block->stream;
     front->pool = block->pool;
     front->segment = block->segment;
+    front->expandable = block->expandable;
     front->prev = block->prev;
     front->next = block;
     if (front->prev != nullptr) {

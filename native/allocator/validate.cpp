@@ -49,7 +49,7 @@ std::string DeviceCachingAllocator::validate_locked() const {
       if (b->ptr != cursor) return where + " does not start where its predecessor ends (" + hex(cursor) + ")";
       if (b->size == 0 || b->size % kMinBlockSize != 0) return where + " has size " + std::to_string(b->size);
       if (b->prev != prev) return where + " has a broken prev link";
-      if (b->segment != &seg || b->pool != seg.pool || b->stream != seg.stream) {
+      if (b->segment != &seg || b->pool != seg.pool || b->stream != seg.stream || b->expandable != seg.expandable) {
         return where + " disagrees with its segment on segment, pool or stream";
       }
       cursor += b->size;

@@ -189,8 +189,31 @@ TEST(conformance_real_gpu) {
   }
   auto platform = CudaPlatform::open();
   for (int i = 0; i < platform->device_count(); ++i) {
-    std::cout << "real GPU " << i << ": " << platform->device(i).name() << "\n";
-    device_contract(platform->device(i));
-    allocator_on(platform->device(i), Holder{});
+    Device& d = platform->device(i);
+    std::cout << "real GPU " << i << ": " << d.name() << "\n";
+    device_contract(d);
+    allocator_on(d, Holder{});
+    // record_stream really defers reuse: a large memset on a side stream (no kernel
+    // launch needed) keeps the block busy; until it finishes, a same-size request on the
+    // default stream must get other memory.
+    DeviceCachingAllocator a(d, AllocatorConfig{});
+    std::size_t free_bytes = 0, total = 0;
+    d.mem_get_info(&free_bytes, &total);
+    const std::size_t big = std::min<std::size_t>(free_bytes / 4, std::size_t{8} << 30);
+    StreamId side = a.create_stream();
+    DevicePtr q = a.malloc(big, 0);
+    CHECK(d.memset_d8(q, 1, big, side) == Status::kOk);
+    a.record_stream(q, side);
+    a.free(q);
+    DevicePtr r = a.malloc(big, 0);
+    const bool side_still_busy = a.stats().arrays[kActive][kAggregate].current == 2;
+    if (side_still_busy) CHECK(r != q);
+    std::cout << "record_stream check: side stream " << (side_still_busy ? "still busy, reuse deferred" : "already done")
+              << "\n";
+    a.free(r);
+    a.synchronize_stream(side);
+    CHECK_EQ(a.malloc(big, 0), q);  // after the memset completed, q is reused
+    a.empty_cache();
+    CHECK_VALID(a);
   }
 }
