@@ -1,0 +1,48 @@
+// The public surface's types, checked by `tsc -p tsconfig.test.json` (part of npm test)
+// and asserted here with expectTypeOf.
+import { describe, expectTypeOf, it } from 'vitest';
+import {
+  CudaOutOfMemoryError,
+  DeviceBuffer,
+  MemPool,
+  Stream,
+  cuda,
+  loadSnapshot,
+  memory,
+  use_mem_pool,
+  type Segment,
+  type Snapshot,
+  type TraceEntry,
+} from '../lib/index.js';
+
+describe('public types', () => {
+  it('cuda', () => {
+    expectTypeOf(cuda.alloc).parameters.toEqualTypeOf<[number, cuda.AllocOptions?]>();
+    expectTypeOf(cuda.alloc).returns.toEqualTypeOf<DeviceBuffer>();
+    expectTypeOf<DeviceBuffer['ptr']>().toEqualTypeOf<number>();
+    expectTypeOf<DeviceBuffer['stream']>().toEqualTypeOf<Stream>();
+    expectTypeOf(cuda.recordStream).parameters.toEqualTypeOf<[DeviceBuffer, Stream]>();
+    expectTypeOf(cuda.isAvailable).returns.toEqualTypeOf<boolean>();
+    expectTypeOf<DeviceBuffer['copyTo']>().returns.toEqualTypeOf<ArrayBufferView>();
+  });
+
+  it('memory', () => {
+    expectTypeOf(memory.memory_stats).returns.toEqualTypeOf<Record<string, number>>();
+    expectTypeOf(memory.memory_allocated).parameters.toEqualTypeOf<[number?]>();
+    expectTypeOf(memory.memory_snapshot).returns.toEqualTypeOf<Segment[]>();
+    expectTypeOf(memory._snapshot).returns.toEqualTypeOf<Snapshot>();
+    expectTypeOf(memory._dump_snapshot).returns.resolves.toHaveProperty('bytes');
+    expectTypeOf(memory.mem_get_info).returns.toEqualTypeOf<[number, number]>();
+    expectTypeOf<TraceEntry['action']>().toEqualTypeOf<
+      'alloc' | 'free_requested' | 'free_completed' | 'segment_alloc' | 'segment_free' | 'segment_map' | 'segment_unmap' | 'snapshot' | 'oom'
+    >();
+    expectTypeOf(loadSnapshot).returns.toEqualTypeOf<Snapshot>();
+  });
+
+  it('MemPool and errors', () => {
+    expectTypeOf<MemPool['id']>().toEqualTypeOf<number[]>();
+    expectTypeOf(use_mem_pool<number>).returns.toEqualTypeOf<number>();
+    expectTypeOf<CudaOutOfMemoryError['code']>().toEqualTypeOf<string>();
+    expectTypeOf<CudaOutOfMemoryError['deviceFree']>().toEqualTypeOf<number>();
+  });
+});
