@@ -1,0 +1,77 @@
+// What a snapshot says, per device: the numbers behind "why is memory full".
+import type { Segment, Snapshot, TraceEntry } from '../snapshot/types.js';
+
+export interface DeviceSummary {
+  device: number;
+  segments: number;
+  /** Bytes the allocator holds from the device (what nvidia-smi counts for the process, less the context). */
+  reserved: number;
+  /** Bytes handed out to live allocations. */
+  allocated: number;
+  /** Allocated, plus freed blocks still waiting for other streams. */
+  active: number;
+  /** What callers asked for (allocated minus rounding). */
+  requested: number;
+  /** Reserved but not active: the cache. */
+  cached: number;
+  blocksByState: Record<string, number>;
+  largestFreeBlock: number;
+  /** 1 - largest free block / all free bytes: how scattered the cache is (0 = one piece). */
+  externalFragmentation: number;
+  traceEntries: number;
+  traceByAction: Record<string, number>;
+  traceSpanMs: number;
+}
+
+export function summarize(snapshot: Snapshot): DeviceSummary[] {
+  const devices = new Set<number>(snapshot.segments.map((s) => s.device));
+  snapshot.device_traces.forEach((t, i) => {
+    if (t.length > 0) devices.add(i);
+  });
+  return [...devices].sort((a, b) => a - b).map((device) => {
+    const segs = snapshot.segments.filter((s) => s.device === device);
+    const traces = snapshot.device_traces[device] ?? [];
+    return summarizeDevice(device, segs, traces);
+  });
+}
+
+function summarizeDevice(device: number, segs: Segment[], traces: TraceEntry[]): DeviceSummary {
+  const blocksByState: Record<string, number> = {};
+  let largestFree = 0;
+  let freeBytes = 0;
+  let reserved = 0;
+  let allocated = 0;
+  let active = 0;
+  let requested = 0;
+  for (const s of segs) {
+    reserved += s.total_size;
+    allocated += s.allocated_size ?? 0;
+    active += s.active_size ?? 0;
+    requested += s.requested_size ?? 0;
+    for (const b of s.blocks) {
+      blocksByState[b.state] = (blocksByState[b.state] ?? 0) + 1;
+      if (b.state === 'inactive') {
+        freeBytes += b.size;
+        largestFree = Math.max(largestFree, b.size);
+      }
+    }
+  }
+  const traceByAction: Record<string, number> = {};
+  for (const e of traces) traceByAction[e.action] = (traceByAction[e.action] ?? 0) + 1;
+  const times = traces.map((e) => e.time_us).filter((t) => typeof t === 'number');
+  return {
+    device,
+    segments: segs.length,
+    reserved,
+    allocated,
+    active,
+    requested,
+    cached: reserved - active,
+    blocksByState,
+    largestFreeBlock: largestFree,
+    externalFragmentation: freeBytes === 0 ? 0 : 1 - largestFree / freeBytes,
+    traceEntries: traces.length,
+    traceByAction,
+    traceSpanMs: times.length > 1 ? (Math.max(...times) - Math.min(...times)) / 1000 : 0,
+  };
+}

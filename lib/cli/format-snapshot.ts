@@ -1,0 +1,71 @@
+// Text renderings of a snapshot for the CLI.
+import { humanBytes } from '../format.js';
+import type { DeviceSummary } from '../analysis/summary.js';
+import type { Snapshot, TraceEntry } from '../snapshot/types.js';
+
+const hex = (n: number | bigint | undefined): string => (n === undefined ? '-' : `0x${n.toString(16)}`);
+
+export function renderSummary(path: string, summaries: DeviceSummary[], snapshot: Snapshot): string {
+  const out: string[] = [`${path}`];
+  if (summaries.length === 0) out.push('  no segments and no history');
+  for (const s of summaries) {
+    const pct = (n: number) => (s.reserved ? ` (${((100 * n) / s.reserved).toFixed(1)}% of reserved)` : '');
+    out.push(`device ${s.device}: ${s.segments} segments`);
+    out.push(`  reserved   ${humanBytes(s.reserved).padStart(12)}   held from the device by the allocator: what nvidia-smi shows (plus the CUDA context)`);
+    out.push(`  allocated  ${humanBytes(s.allocated).padStart(12)}   in live allocations${pct(s.allocated)}`);
+    out.push(`  active     ${humanBytes(s.active).padStart(12)}   allocated, plus frees waiting for other streams`);
+    out.push(`  requested  ${humanBytes(s.requested).padStart(12)}   what callers asked for; active - requested is rounding`);
+    out.push(`  cached     ${humanBytes(s.cached).padStart(12)}   reserved but free: reused without a device call; empty_cache() returns the unsplit part`);
+    out.push(`  largest free block ${humanBytes(s.largestFreeBlock)}; external fragmentation ${(100 * s.externalFragmentation).toFixed(1)}% (0% = the free memory is one block)`);
+    out.push(`  blocks: ${Object.entries(s.blocksByState).map(([k, v]) => `${v} ${k}`).join(', ') || 'none'}`);
+    if (s.traceEntries > 0) {
+      out.push(`  history: ${s.traceEntries} entries over ${s.traceSpanMs.toFixed(1)} ms: ` +
+        Object.entries(s.traceByAction).map(([k, v]) => `${v} ${k}`).join(', '));
+    }
+  }
+  const settings = snapshot.allocator_settings;
+  if (settings && typeof settings === 'object') {
+    const conf = (settings as Record<string, unknown>).PYTORCH_CUDA_ALLOC_CONF;
+    out.push(`allocator settings: ${conf ? String(conf) : '(defaults)'}`);
+  }
+  return `${out.join('\n')}\n`;
+}
+
+export function renderSegments(snapshot: Snapshot): string {
+  const rows = [['device', 'address', 'type', 'stream', 'pool', 'total', 'allocated', 'blocks', 'largest free']];
+  for (const s of snapshot.segments) {
+    const free = s.blocks.filter((b) => b.state === 'inactive').reduce((m, b) => Math.max(m, b.size), 0);
+    rows.push([
+      String(s.device), hex(s.address), `${s.segment_type ?? '?'}${s.is_expandable ? ' (exp)' : ''}`, hex(s.stream),
+      Array.isArray(s.segment_pool_id) ? `(${s.segment_pool_id.join(',')})` : '-', humanBytes(s.total_size),
+      humanBytes(s.allocated_size ?? 0), String(s.blocks.length), humanBytes(free),
+    ]);
+  }
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  return `${rows.map((r) => r.map((cell, c) => (c === 0 || c > 4 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join('  ')).join('\n')}\n`;
+}
+
+export interface TraceOptions {
+  device: number;
+  limit: number;
+  skip: number;
+}
+
+export function renderTrace(snapshot: Snapshot, o: TraceOptions): string {
+  const traces: TraceEntry[] = snapshot.device_traces[o.device] ?? [];
+  const t0 = traces.length ? traces[0]!.time_us : 0;
+  const lines = [`device ${o.device}: ${traces.length} entries${o.skip || o.limit < traces.length ? ` (showing ${o.skip}..${Math.min(traces.length, o.skip + o.limit) - 1})` : ''}`];
+  for (let i = o.skip; i < Math.min(traces.length, o.skip + o.limit); i++) {
+    const e = traces[i]!;
+    // The first script frame: PyTorch's stacks open with C++ and CPython frames
+    // (`??:0`, `Objects/call.c`), ours with the JS caller.
+    const script = /\.(py|js|mjs|cjs|ts|mts)$/;
+    const top = e.frames?.find((f) => script.test(String(f.filename)) && f.line > 0) ??
+      e.frames?.find((f) => f.line > 0) ?? e.frames?.[0];
+    const where = top ? `  ${top.name} ${top.filename}:${top.line}` : '';
+    const addr = e.action === 'oom' ? `free ${humanBytes(e.device_free ?? 0)}` : hex(e.addr);
+    const ms = typeof e.time_us === 'number' ? ((e.time_us - t0) / 1000).toFixed(3).padStart(10) : '         ?';
+    lines.push(`${String(i).padStart(7)} ${ms} ms  ${e.action.padEnd(15)} ${addr.padEnd(16)} ${humanBytes(e.size).padStart(11)}  stream ${hex(e.stream)}${where}`);
+  }
+  return `${lines.join('\n')}\n`;
+}

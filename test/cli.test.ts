@@ -1,0 +1,64 @@
+// The cca command line on PyTorch's ResNet50 fixture and on our own dumps.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+const FIXTURE = fileURLToPath(new URL('../../shared/fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'cca-cli-'));
+const cca = (...args: string[]) => execFileSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
+
+describe.skipIf(!existsSync(FIXTURE))('cca on PyTorch\'s fixture', () => {
+  it('summary explains the numbers', () => {
+    const text = cca('summary', FIXTURE);
+    expect(text).toContain('device 0: 46 segments');
+    expect(text).toMatch(/reserved\s+562\.00 MiB/);
+    expect(text).toMatch(/allocated\s+214\.81 MiB/);
+    expect(text).toContain('what nvidia-smi shows');
+    expect(text).toContain('6111 entries');
+    const json = JSON.parse(cca('summary', FIXTURE, '--json'));
+    expect(json[0]).toMatchObject({ device: 0, segments: 46, reserved: 589299712, allocated: 225240576, traceEntries: 6111 });
+    expect(json[0].blocksByState).toEqual({ inactive: 45, active_allocated: 486 });
+  });
+
+  it('segments lists each segment, trace each event with its Python frame', () => {
+    expect(cca('segments', FIXTURE).trim().split('\n')).toHaveLength(47);
+    const trace = cca('trace', FIXTURE, '--limit', '3', '--skip', '10').trim().split('\n');
+    expect(trace).toHaveLength(4);
+    expect(trace[0]).toContain('6111 entries (showing 10..12)');
+    expect(trace[1]).toMatch(/^\s+10\s+[\d.]+ ms\s+(alloc|free_requested|free_completed)\s+0x[0-9a-f]+/);
+    expect(trace[1]).toMatch(/\.py:\d+$/);
+  });
+
+  it('convert goes pickle -> JSON -> pickle and Python sees the original', () => {
+    const json = join(dir, 'fixture.json');
+    const back = join(dir, 'fixture.pickle');
+    cca('convert', FIXTURE, json);
+    cca('convert', json, back);
+    const same = execFileSync('python3', ['-c', `
+import pickle, sys
+def norm(o):
+    if isinstance(o, (list, tuple)): return [norm(x) for x in o]
+    if isinstance(o, dict): return {k: norm(v) for k, v in o.items()}
+    return o
+a = pickle.load(open(sys.argv[1], 'rb')); b = pickle.load(open(sys.argv[2], 'rb'))
+print(norm(a) == norm(b))`, FIXTURE, back], { encoding: 'utf8' }).trim();
+    expect(same).toBe('True');  // JSON has no tuples: equal once tuples read as lists
+  });
+});
+
+describe('cca errors', () => {
+  it('a corrupt file or a bad option is a one-line error with a code and exit 1', () => {
+    const bad = join(dir, 'bad.pickle');
+    writeFileSync(bad, Buffer.from([0x80, 0x04, 0x95, 0x01]));
+    const r = spawnSync(process.execPath, [CLI, 'summary', bad], { encoding: 'utf8' });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^cca: corrupt or truncated pickle: .* \(ERR_CCA_CORRUPT_SNAPSHOT\)\n$/);
+    const r2 = spawnSync(process.execPath, [CLI, 'trace', bad, '--limit', 'x'], { encoding: 'utf8' });
+    expect(r2.status).not.toBe(0);
+    expect(r2.stderr).toContain('--limit expects an integer');
+  });
+});
