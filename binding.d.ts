@@ -16,6 +16,9 @@ export interface DeviceInfo {
   name: string;
   simulated: boolean;
   totalMemory: number;
+  /** Compute capability; 0.0 for the simulator. */
+  major: number;
+  minor: number;
 }
 
 export interface NativeBlock {
@@ -85,6 +88,8 @@ export interface NativeBinding {
   streamDestroy(device: number, stream: number): void;
   streamSynchronize(device: number, stream: number): void;
   streamIsLive(device: number, stream: number): boolean;
+  /** True when the stream's queued work is done (does not wait). */
+  streamQuery(device: number, stream: number): boolean;
   deviceSynchronize(device: number): void;
 
   statKeys(): string[];

@@ -57,6 +57,12 @@ export class Stream {
     native.streamSynchronize(this.device, this.handle);
   }
 
+  /** True when the work queued on this stream is done; does not wait. */
+  query(): boolean {
+    this.assertUsable();
+    return native.streamQuery(this.device, this.handle);
+  }
+
   /** Destroys the stream after waiting for its work. The default stream cannot be destroyed. */
   destroy(): void {
     this.assertUsable();

@@ -60,6 +60,7 @@ describe.skipIf(!haveFake)('cuda backend on the fake driver', () => {
     expect(out.part.slice(4, 8)).toEqual([7, 7, 7, 7]);
     expect(out.simulated).toBe(false);
     expect(out.props.name).toMatch(/Fake CUDA Device 1/);
+    expect(out.props).toMatchObject({ major: 9, minor: 0, simulated: false });
     expect(out.reserved).toBe(2 * 1024 * 1024);
     expect(out.count).toBe(2);
   });

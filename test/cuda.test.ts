@@ -12,6 +12,7 @@ describe('devices', () => {
     expect(cuda.isSimulated()).toBe(true);
     expect(cuda.deviceName()).toMatch(/Simulated GPU 0/);
     expect(cuda.getDeviceProperties().totalMemory).toBe(16 * 1024 * MiB);
+    expect(cuda.getDeviceProperties()).toMatchObject({ major: 0, minor: 0, simulated: true });
   });
 
   it('keeps one allocator per device', () => {
@@ -90,8 +91,10 @@ describe('streams', () => {
     cuda.sim.holdStream(side);
     const p = cuda.alloc(4096);
     cuda.recordStream(p, side);
+    expect(side.query()).toBe(true);
     p.free();
     expect(cuda.sim.state().pendingEvents).toBe(1);
+    expect(side.query()).toBe(false);  // the event recorded for p waits on the held stream
     side.synchronize();
     expect(memory.memory_stats()['active.all.current']).toBe(0);
     side.destroy();

@@ -410,6 +410,17 @@ void DeviceCachingAllocator::synchronize_stream(StreamId stream) {
   process_events();
 }
 
+bool DeviceCachingAllocator::query_stream(StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_stream(stream);
+  Status s = device_.stream_query(stream);
+  if (s == Status::kNotReady) return false;
+  if (s != Status::kOk) {
+    throw DeviceError(std::string("cudaStreamQuery failed: ") + status_name(s) + " (" + device_.last_error() + ")");
+  }
+  return true;
+}
+
 void DeviceCachingAllocator::synchronize() {
   std::lock_guard<std::mutex> lock(mu_);
   Status s = device_.device_synchronize();

@@ -96,6 +96,8 @@ class DeviceCachingAllocator {
   StreamId create_stream();
   void destroy_stream(StreamId stream);
   void synchronize_stream(StreamId stream);
+  // True when the work queued on the stream is done (does not wait).
+  bool query_stream(StreamId stream);
   void synchronize();
   bool is_live_stream(StreamId stream) const;
 

@@ -43,6 +43,9 @@ Napi::Value DeviceInfo(const Napi::CallbackInfo& info) {
     o.Set("name", a.device().name());
     o.Set("simulated", a.device().is_simulated());
     o.Set("totalMemory", static_cast<double>(total));
+    const auto cc = a.device().compute_capability();
+    o.Set("major", cc.first);
+    o.Set("minor", cc.second);
     return o;
   });
 }

@@ -32,6 +32,13 @@ Napi::Value StreamSynchronize(const Napi::CallbackInfo& info) {
   });
 }
 
+Napi::Value StreamQuery(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    return Napi::Boolean::New(env, runtime().allocator(device_arg(info, 0)).query_stream(u64_arg(info, 1, "stream")));
+  });
+}
+
 Napi::Value StreamIsLive(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
@@ -53,6 +60,7 @@ void register_stream_functions(Napi::Env env, Napi::Object exports) {
   exports.Set("streamCreate", Napi::Function::New(env, StreamCreate, "streamCreate"));
   exports.Set("streamDestroy", Napi::Function::New(env, StreamDestroy, "streamDestroy"));
   exports.Set("streamSynchronize", Napi::Function::New(env, StreamSynchronize, "streamSynchronize"));
+  exports.Set("streamQuery", Napi::Function::New(env, StreamQuery, "streamQuery"));
   exports.Set("streamIsLive", Napi::Function::New(env, StreamIsLive, "streamIsLive"));
   exports.Set("deviceSynchronize", Napi::Function::New(env, DeviceSynchronize, "deviceSynchronize"));
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace cca {
 
@@ -32,6 +33,8 @@ class Device {
   virtual int index() const = 0;
   virtual std::string name() const = 0;
   virtual bool is_simulated() const = 0;
+  // Compute capability (major, minor); (0, 0) for the simulator.
+  virtual std::pair<int, int> compute_capability() const { return {0, 0}; }
   // A short description of the last failure on this thread, for error messages.
   virtual std::string last_error() const = 0;
 
@@ -42,6 +45,7 @@ class Device {
   virtual Status stream_create(StreamId* out) = 0;
   virtual Status stream_destroy(StreamId stream) = 0;
   virtual Status stream_synchronize(StreamId stream) = 0;
+  virtual Status stream_query(StreamId stream) = 0;  // kOk when its work is done, kNotReady otherwise
   virtual Status device_synchronize() = 0;
 
   // Copies and fills, queued on `stream` (the caller synchronizes before reusing host

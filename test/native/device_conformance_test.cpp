@@ -53,6 +53,7 @@ void device_contract(Device& d) {
   CHECK(d.device_synchronize() == Status::kOk);
   CHECK(back[0] == 0xab && back[511] == 0xab && back[512] == out[0]);
 
+  CHECK(d.stream_query(s) == Status::kOk);  // nothing pending
   EventId e = 0;
   CHECK(d.event_create(&e) == Status::kOk);
   CHECK(d.event_record(e, s) == Status::kOk);

@@ -108,6 +108,11 @@ Status CudaDevice::stream_synchronize(StreamId stream) {
   return check(api_.cuStreamSynchronize(as_stream(stream)), "cuStreamSynchronize");
 }
 
+Status CudaDevice::stream_query(StreamId stream) {
+  CCA_CONTEXT();
+  return check(api_.cuStreamQuery(as_stream(stream)), "cuStreamQuery");
+}
+
 Status CudaDevice::device_synchronize() {
   CCA_CONTEXT();
   return check(api_.cuCtxSynchronize(), "cuCtxSynchronize");

@@ -39,6 +39,8 @@ class CudaDevice final : public Device {
   Status stream_create(StreamId* out) override;
   Status stream_destroy(StreamId stream) override;
   Status stream_synchronize(StreamId stream) override;
+  Status stream_query(StreamId stream) override;
+  std::pair<int, int> compute_capability() const override { return {cc_major_, cc_minor_}; }
   Status device_synchronize() override;
 
   Status event_create(EventId* out) override;

@@ -264,6 +264,15 @@ Status SimDevice::stream_synchronize(StreamId stream) {
   return Status::kOk;
 }
 
+Status SimDevice::stream_query(StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "unknown stream");
+  for (const auto& [id, ev] : events_) {
+    if (ev.stream == stream && ev.pending) return Status::kNotReady;
+  }
+  return Status::kOk;
+}
+
 Status SimDevice::device_synchronize() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [id, ev] : events_) ev.pending = false;

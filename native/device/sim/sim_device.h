@@ -47,6 +47,7 @@ class SimDevice final : public Device {
   Status stream_create(StreamId* out) override;
   Status stream_destroy(StreamId stream) override;
   Status stream_synchronize(StreamId stream) override;
+  Status stream_query(StreamId stream) override;
   Status device_synchronize() override;
 
   Status event_create(EventId* out) override;
