@@ -15,24 +15,12 @@
 
 #include "allocator/caching_allocator.h"
 #include "device/sim/sim_device.h"
+#include "timing.h"
 
 using namespace cca;
-using Clock = std::chrono::steady_clock;
+using bench::median_ns_per_op;
 
 namespace {
-
-template <class F>
-double median_ns_per_op(std::size_t iters, F&& body) {
-  std::vector<double> runs;
-  for (int r = 0; r < 7; ++r) {
-    auto t0 = Clock::now();
-    for (std::size_t i = 0; i < iters; ++i) body(i);
-    auto t1 = Clock::now();
-    runs.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(iters));
-  }
-  std::sort(runs.begin(), runs.end());
-  return runs[3];
-}
 
 volatile std::uint64_t g_sink;
 

@@ -49,19 +49,25 @@ Status SimDevice::malloc(DevicePtr* out, std::size_t size) {
   if (aligned < size || used_ + aligned > capacity_ || used_ + aligned < used_) {
     return fail(Status::kOutOfMemory, "simulated device is full");
   }
-  // First fit over the free ranges keeps addresses low and stable from run to run.
+  const DevicePtr ptr = take_range_locked(aligned);
+  if (ptr == 0) return fail(Status::kOutOfMemory, "simulated address space exhausted");
+  live_.emplace(ptr, aligned);
+  used_ += aligned;
+  *out = ptr;
+  return Status::kOk;
+}
+
+DevicePtr SimDevice::take_range_locked(std::size_t size) {
+  // First fit keeps addresses low and stable from run to run.
   for (auto it = free_ranges_.begin(); it != free_ranges_.end(); ++it) {
-    if (it->second < aligned) continue;
-    DevicePtr ptr = it->first;
-    std::size_t rest = it->second - aligned;
+    if (it->second < size) continue;
+    const DevicePtr ptr = it->first;
+    const std::size_t rest = it->second - size;
     free_ranges_.erase(it);
-    if (rest > 0) free_ranges_.emplace(ptr + aligned, rest);
-    live_.emplace(ptr, aligned);
-    used_ += aligned;
-    *out = ptr;
-    return Status::kOk;
+    if (rest > 0) free_ranges_.emplace(ptr + size, rest);
+    return ptr;
   }
-  return fail(Status::kOutOfMemory, "simulated address space exhausted");
+  return 0;
 }
 
 Status SimDevice::free(DevicePtr ptr) {
@@ -162,17 +168,11 @@ Status SimDevice::memset_d8(DevicePtr dst, unsigned char value, std::size_t byte
 Status SimDevice::reserve_address(DevicePtr* out, std::size_t size) {
   std::lock_guard<std::mutex> lock(mu_);
   // Address space only: capacity is taken when pages are mapped.
-  for (auto it = free_ranges_.begin(); it != free_ranges_.end(); ++it) {
-    if (it->second < size) continue;
-    DevicePtr ptr = it->first;
-    std::size_t rest = it->second - size;
-    free_ranges_.erase(it);
-    if (rest > 0) free_ranges_.emplace(ptr + size, rest);
-    reservations_.emplace(ptr, size);
-    *out = ptr;
-    return Status::kOk;
-  }
-  return fail(Status::kOutOfMemory, "simulated address space exhausted");
+  const DevicePtr ptr = take_range_locked(size);
+  if (ptr == 0) return fail(Status::kOutOfMemory, "simulated address space exhausted");
+  reservations_.emplace(ptr, size);
+  *out = ptr;
+  return Status::kOk;
 }
 
 Status SimDevice::release_address(DevicePtr base, std::size_t size) {

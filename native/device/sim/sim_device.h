@@ -76,6 +76,8 @@ class SimDevice final : public Device {
   };
 
   Status fail(Status s, std::string message) const;
+  // First fit in the free address ranges: the lowest start with room, or 0 if none.
+  DevicePtr take_range_locked(std::size_t size);
   // Calls fn(memory, length) for each piece of [ptr, ptr + bytes) in turn, each inside
   // one live allocation or VMM mapping (a range may cross back-to-back mappings). Contents
   // are created (zeroed) on first use: the simulator holds bytes only where copies go.
