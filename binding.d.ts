@@ -21,22 +21,6 @@ export interface DeviceInfo {
   minor: number;
 }
 
-export interface NativeBlock {
-  address: number;
-  size: number;
-  requested_size: number;
-  state: 'active_allocated' | 'active_pending_free' | 'inactive';
-}
-
-export interface NativeSegment {
-  device: number;
-  address: number;
-  total_size: number;
-  stream: number;
-  segment_type: 'small' | 'large';
-  blocks: NativeBlock[];
-}
-
 export interface SimState {
   usedBytes: number;
   deviceAllocations: number;
@@ -87,7 +71,6 @@ export interface NativeBinding {
   streamCreate(device: number): number;
   streamDestroy(device: number, stream: number): void;
   streamSynchronize(device: number, stream: number): void;
-  streamIsLive(device: number, stream: number): boolean;
   /** True when the stream's queued work is done (does not wait). */
   streamQuery(device: number, stream: number): boolean;
   deviceSynchronize(device: number): void;
@@ -103,7 +86,6 @@ export interface NativeBinding {
   setAllocatorSettings(settings: string): void;
   allocatorSettings(): Record<string, unknown>;
   validate(device: number): string;
-  segments(device: number): NativeSegment[];
 
   /** History for every device: context 0 never, 1 state, 2 alloc, 3 all. */
   setHistory(enabled: boolean, context: number, maxEntries: number, skipMask: number, clearHistory: boolean): void;

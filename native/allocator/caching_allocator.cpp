@@ -430,11 +430,6 @@ void DeviceCachingAllocator::synchronize() {
   process_events();
 }
 
-bool DeviceCachingAllocator::is_live_stream(StreamId stream) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stream == 0 || streams_.count(stream) > 0;
-}
-
 void DeviceCachingAllocator::set_memory_fraction(double fraction) {
   if (!std::isfinite(fraction) || fraction < 0.0 || fraction > 1.0) {
     throw InvalidArgumentError("memory fraction must be a number in [0, 1], got " + std::to_string(fraction));

@@ -99,7 +99,6 @@ class DeviceCachingAllocator {
   // True when the work queued on the stream is done (does not wait).
   bool query_stream(StreamId stream);
   void synchronize();
-  bool is_live_stream(StreamId stream) const;
 
   // Caps reserved memory at fraction * device total; in [0, 1].
   void set_memory_fraction(double fraction);

@@ -121,47 +121,6 @@ Napi::Value Validate(const Napi::CallbackInfo& info) {
   return guarded(env, [&] { return Napi::String::New(env, runtime().allocator(device_arg(info, 0)).validate()); });
 }
 
-const char* state_name(BlockState s) {
-  switch (s) {
-    case BlockState::kAllocated: return "active_allocated";
-    case BlockState::kPendingFree: return "active_pending_free";
-    case BlockState::kFree: return "inactive";
-  }
-  return "inactive";
-}
-
-// Segments and blocks as plain objects (a slow path for inspection and tests).
-Napi::Value Segments(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    int device = device_arg(info, 0);
-    auto segments = runtime().allocator(device).segments();
-    Napi::Array out = Napi::Array::New(env, segments.size());
-    for (std::size_t i = 0; i < segments.size(); ++i) {
-      const SegmentView& s = segments[i];
-      Napi::Object seg = Napi::Object::New(env);
-      seg.Set("device", device);
-      seg.Set("address", static_cast<double>(s.address));
-      seg.Set("total_size", static_cast<double>(s.total_size));
-      seg.Set("stream", static_cast<double>(s.stream));
-      seg.Set("segment_type", s.is_small ? "small" : "large");
-      Napi::Array blocks = Napi::Array::New(env, s.blocks.size());
-      for (std::size_t j = 0; j < s.blocks.size(); ++j) {
-        const BlockView& b = s.blocks[j];
-        Napi::Object blk = Napi::Object::New(env);
-        blk.Set("address", static_cast<double>(b.address));
-        blk.Set("size", static_cast<double>(b.size));
-        blk.Set("requested_size", static_cast<double>(b.requested_size));
-        blk.Set("state", state_name(b.state));
-        blocks.Set(static_cast<uint32_t>(j), blk);
-      }
-      seg.Set("blocks", blocks);
-      out.Set(static_cast<uint32_t>(i), seg);
-    }
-    return out;
-  });
-}
-
 }  // namespace
 
 void register_memory_functions(Napi::Env env, Napi::Object exports) {
@@ -176,7 +135,6 @@ void register_memory_functions(Napi::Env env, Napi::Object exports) {
   exports.Set("setAllocatorSettings", Napi::Function::New(env, SetAllocatorSettings, "setAllocatorSettings"));
   exports.Set("allocatorSettings", Napi::Function::New(env, AllocatorSettings, "allocatorSettings"));
   exports.Set("validate", Napi::Function::New(env, Validate, "validate"));
-  exports.Set("segments", Napi::Function::New(env, Segments, "segments"));
 }
 
 }  // namespace cca::binding

@@ -39,13 +39,6 @@ Napi::Value StreamQuery(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value StreamIsLive(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    return Napi::Boolean::New(env, runtime().allocator(device_arg(info, 0)).is_live_stream(u64_arg(info, 1, "stream")));
-  });
-}
-
 Napi::Value DeviceSynchronize(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
@@ -61,7 +54,6 @@ void register_stream_functions(Napi::Env env, Napi::Object exports) {
   exports.Set("streamDestroy", Napi::Function::New(env, StreamDestroy, "streamDestroy"));
   exports.Set("streamSynchronize", Napi::Function::New(env, StreamSynchronize, "streamSynchronize"));
   exports.Set("streamQuery", Napi::Function::New(env, StreamQuery, "streamQuery"));
-  exports.Set("streamIsLive", Napi::Function::New(env, StreamIsLive, "streamIsLive"));
   exports.Set("deviceSynchronize", Napi::Function::New(env, DeviceSynchronize, "deviceSynchronize"));
 }
 
