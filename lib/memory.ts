@@ -197,6 +197,8 @@ export async function _dump_snapshot(filename = 'dump_snapshot.pickle', options?
   checkString('filename', filename);
   const o = checkOptions<{ format: 'pickle' | 'json' }>('dump options', options, ['format']);
   if (o.format !== undefined && o.format !== 'pickle' && o.format !== 'json') throw typeError("'pickle' or 'json'", 'options.format', o.format);
-  const snap = fullSnapshot();
+  // Trace entries are decoded chunk by chunk as they are written: memory stays bounded by
+  // the native records, not by a million JS objects.
+  const snap = fullSnapshot({ lazyTraces: true });
   return writeSnapshotFile(snap, filename, o.format ?? formatFor(filename));
 }

@@ -54,7 +54,7 @@ export function notifyOutOfMemory(error: CudaOutOfMemoryError): void {
   if (dumpPath !== null) {
     const path = dumpPath.replace('{pid}', String(process.pid)).replace('{time}', new Date().toISOString().replace(/[:.]/g, '-'));
     try {
-      writeSnapshotFile(fullSnapshot(), path, undefined, false);
+      writeSnapshotFile(fullSnapshot({ lazyTraces: true }), path, undefined, false);
       (error as { snapshotPath?: string }).snapshotPath = path;
     } catch (e) {
       process.emitWarning(`could not write the OOM snapshot to ${path}: ${(e as Error).message}`, { code: 'CCA_OOM_DUMP_FAILED' });

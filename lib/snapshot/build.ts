@@ -7,6 +7,7 @@ import { markShared, stacks, tags } from '../history/stack-store.js';
 import { capture } from '../history/record.js';
 import { annotations } from '../history/annotations.js';
 import { tuple } from './tuple.js';
+import { LazyList } from './lazy-list.js';
 import type { Block, BlockState, Segment, Snapshot, TraceAction, TraceEntry } from './types.js';
 
 const STATES: BlockState[] = ['inactive', 'active_allocated', 'active_pending_free'];
@@ -62,11 +63,12 @@ function poolTuple(pool: number): number[] {
   return t;
 }
 
-function decodeTraces(t: Float64Array): TraceEntry[] {
+// Entries [start, end) of the native trace records.
+function decodeTraces(t: Float64Array, start = 0, end = t.length / TRC): TraceEntry[] {
   actions ??= native.traceActionNames() as TraceAction[];
   const withFrames = capture.level >= 2;
-  const out: TraceEntry[] = new Array(t.length / TRC);
-  for (let i = 0, k = 0; i < t.length; i += TRC, k++) {
+  const out: TraceEntry[] = new Array(end - start);
+  for (let i = start * TRC, k = 0; k < out.length; i += TRC, k++) {
     const action = actions[t[i]!]!;
     const tag = t[i + 6]!;
     const stack = t[i + 5]!;
@@ -83,6 +85,8 @@ function decodeTraces(t: Float64Array): TraceEntry[] {
 }
 
 export interface SnapshotOptions {
+  /** @internal Traces as lazy lists decoded chunk by chunk (dumps). */
+  lazyTraces?: boolean;
   /** Only this MemPool's segments (its id, e.g. [0, 1]); default: every segment. */
   mempoolId?: number[];
   /** Also read the history (the slow part); default true, as in PyTorch. */
@@ -115,7 +119,14 @@ export function fullSnapshot(options: SnapshotOptions = {}): Snapshot {
   for (const d of allDevices()) {
     const parts = native.snapshot(d, pool, includeTraces);
     decodeSegments(d, parts.segments, parts.blocks, segments);
-    device_traces.push(parts.traces ? decodeTraces(parts.traces) : []);
+    const t = parts.traces;
+    if (!t) {
+      device_traces.push([]);
+    } else if (options.lazyTraces) {
+      device_traces.push(new LazyList(t.length / TRC, (a, b) => decodeTraces(t, a, b)) as unknown as TraceEntry[]);
+    } else {
+      device_traces.push(decodeTraces(t));
+    }
     maxEntries = Math.max(maxEntries, parts.traceMaxEntries);
     overflowed ||= parts.traceOverflowed;
   }

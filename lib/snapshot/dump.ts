@@ -27,7 +27,7 @@ function encodeTo(snapshot: unknown, format: SnapshotFormat, sink: ByteSink): vo
 
 function entryCount(snapshot: unknown): number {
   const traces = (snapshot as Snapshot | undefined)?.device_traces;
-  return Array.isArray(traces) ? traces.reduce((n, t) => n + (Array.isArray(t) ? t.length : 0), 0) : 0;
+  return Array.isArray(traces) ? traces.reduce((n, t) => n + ((t as { length?: number })?.length ?? 0), 0) : 0;
 }
 
 export interface WriteResult {

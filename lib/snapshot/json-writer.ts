@@ -3,6 +3,7 @@
 // trace entry) goes through the engine's JSON.stringify at once, which is many times
 // faster than walking its fields. Tuples become arrays; non-finite floats become null.
 import type { ByteSink } from './sink.js';
+import { LazyList } from './lazy-list.js';
 
 const CHUNK = 256 * 1024;
 
@@ -21,6 +22,16 @@ export function writeJson(value: unknown, sink: ByteSink): void {
     size = 0;
   };
   const walk = (v: unknown, depth = 0): void => {
+    if (v instanceof LazyList) {
+      emit('[');
+      for (let i = 0; i < v.length; i += 1000) {
+        v.chunk(i, i + 1000).forEach((item, k) => {
+          if (i + k) emit(',');
+          walk(item, depth + 1);
+        });
+      }
+      return emit(']');
+    }
     if (depth > 0 && v !== null && typeof v === 'object' && !Array.isArray(v)) {
       let text: string | undefined;
       try {

@@ -11,6 +11,7 @@
 // boundary as Python's unpickler requires.
 import { isShared } from '../history/stack-store.js';
 import { isTuple } from './tuple.js';
+import { LazyList } from './lazy-list.js';
 import type { ByteSink } from './sink.js';
 
 const FRAME_TARGET = 64 * 1024;
@@ -97,6 +98,7 @@ export class PickleWriter {
       case 'object':
         if (v === null) return this.#byte(OP.NONE);
         if (Array.isArray(v)) return isTuple(v) ? this.#tuple(v) : this.#list(v);
+        if (v instanceof LazyList) return this.#lazyList(v);
         return this.#dict(v as Record<string, unknown>);
       default:
         throw new TypeError(`cannot pickle a value of type ${typeof v}`);
@@ -199,6 +201,16 @@ export class PickleWriter {
       this.#byte(OP.MARK);
       const end = Math.min(items.length, i + BATCH);
       for (let j = i; j < end; j++) this.#value(items[j]);
+      this.#byte(OP.APPENDS);
+    }
+  }
+
+  #lazyList(list: LazyList<unknown>): void {
+    this.#byte(OP.EMPTY_LIST);
+    for (let i = 0; i < list.length; i += BATCH) {
+      const items = list.chunk(i, i + BATCH);
+      this.#byte(OP.MARK);
+      for (const item of items) this.#value(item);
       this.#byte(OP.APPENDS);
     }
   }
