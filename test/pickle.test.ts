@@ -83,6 +83,16 @@ describe('our pickles in Python', () => {
     expect(strip(fromJson)).toEqual(strip(JSON.parse(JSON.stringify(fromPickle))));
   });
 
+  it('written chunk by chunk, hold exactly what _snapshot() returns', async () => {
+    const strip = (x: any) => JSON.parse(JSON.stringify({
+      ...x, device_traces: x.device_traces.map((t: any[]) => t.filter((e) => e.action !== 'snapshot')),
+    }));
+    const eager = strip(memory._snapshot());
+    const path = join(dir, 'again.pickle');
+    await memory._dump_snapshot(path);
+    expect(strip(loadSnapshot(path))).toEqual(eager);
+  });
+
   it('store each distinct stack once', () => {
     const bytes = readFileSync(snapshotPath);
     const entries = (expected as any).device_traces.flat().length;
