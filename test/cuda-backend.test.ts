@@ -39,6 +39,23 @@ describe('backend choice', () => {
   });
 });
 
+// The same JS conformance script runs here on the sim and the fake driver, and on a real
+// GPU through bench/gpu/run-on-gpu.sh.
+const SCRIPT = fileURLToPath(new URL('./conformance/js-backend.mjs', import.meta.url));
+function conformance(env: Record<string, string>): string {
+  return execFileSync(process.execPath, [SCRIPT], { encoding: 'utf8', env: { ...process.env, ...env } });
+}
+
+describe.skipIf(!existsSync(fileURLToPath(ENTRY)))('JS conformance script', () => {
+  it('passes on the sim', () => {
+    expect(conformance({ CCA_DEVICE: 'sim', CCA_EXPECT_BACKEND: 'sim' })).toMatch(/\n7 passed, 0 failed\n$/);
+  });
+  it.skipIf(!haveFake)('passes on the cuda backend over the fake driver', () => {
+    expect(conformance({ CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, FAKE_CUDA_CAPACITY_MB: '1024' }))
+      .toMatch(/\n7 passed, 0 failed\n$/);
+  });
+});
+
 describe.skipIf(!haveFake)('cuda backend on the fake driver', () => {
   const env = { CCA_DEVICE: 'auto', CCA_LIBCUDA_PATH: FAKE, FAKE_CUDA_CAPACITY_MB: '64', FAKE_CUDA_DEVICES: '2' };
 

@@ -16,6 +16,7 @@ tar xzf .gpu/node.tgz -C /tmp && export PATH=/tmp/package/bin:$PATH
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
 } > "$out/machine.txt" 2>&1
 CCA_CONFORMANCE_DRIVER=libcuda.so.1 ./build-tests/cca_core_tests conformance_real_gpu > "$out/conformance.txt" 2>&1
+CCA_DEVICE=cuda node test/conformance/js-backend.mjs > "$out/js_conformance.txt" 2>&1
 CCA_DEVICE=cuda node dist/cli/main.js demo > "$out/demo.txt" 2>&1
 ./build-tests/cca_gpu_bench > "$out/gpu_bench.txt" 2>&1
 CCA_DEVICE=cuda node bench/js-alloc-free.mjs > "$out/js_alloc_free.txt" 2>&1
