@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (it has CUDA, nvidia-smi and python3 with PyTorch, but no Node):
-# the test suite on the real driver, the demo, our benchmarks and PyTorch's, side by side.
-# Prepare here first: ../shared/tools/gpu-node (writes .gpu/node.tgz), `npm run build`,
-# `npm run test:native` (builds build-tests/), then carry .gpu, build, build-tests, dist,
-# node_modules is not needed for the benchmarks (only dist/ and the addon).
+# the conformance suites on the real driver, the demo, our benchmarks and PyTorch's, side
+# by side. Prepare with bench/gpu/prepare.sh here, carry .gpu, build, build-tests and dist.
 # Results go to $OUT (or ./gpu-results).
 set -uo pipefail
 out="${OUT:-gpu-results}"
 mkdir -p "$out"
 tar xzf .gpu/node.tgz -C /tmp && export PATH=/tmp/package/bin:$PATH
+[ -d node_modules ] || cp -r .gpu/runtime/node_modules node_modules  # the runtime dependencies only
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
