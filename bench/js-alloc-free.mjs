@@ -6,6 +6,7 @@
 // takes an exact 4096-byte fit. Median of 7 runs of 1e6 pairs. Run after `npm run build`.
 import os from 'node:os';
 import { cuda, memory } from '../dist/index.js';
+import { freshState, machine } from './common.mjs';
 import { native } from '../dist/native.js';
 
 function median(fn, iters) {
@@ -20,10 +21,10 @@ function median(fn, iters) {
 }
 
 const iters = 1_000_000;
-console.log(`cached alloc+free pair from JS (${os.cpus()[0].model}, ${os.cpus().length} cores, Node ${process.version})`);
+console.log(`cached alloc+free pair from JS (${machine()})`);
 console.log('cached blocks   empty N-API pair (ns)   raw binding pair (ns)  ratio   public API pair (ns)  ratio');
 for (const n of [16, 1000, 100000]) {
-  cuda.sim.configure({ capacityBytes: 64 * 2 ** 30 });
+  freshState({ capacityBytes: 64 * 2 ** 30 });
   const ptrs = [];
   for (let i = 0; i < 2 * n; i++) ptrs.push(native.alloc(0, 512 * (1 + (Math.floor(i / 2) % 64)), 0));
   for (let i = 0; i < ptrs.length; i += 2) native.free(0, ptrs[i]);

@@ -4,13 +4,14 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
+import { freshState, machine } from './common.mjs';
 
 if (process.argv[2] === 'child') {
   const { cuda, memory } = await import('../dist/index.js');
   const entries = Number(process.argv[3]);
   const file = process.argv[4];
   const context = process.argv[5] === 'none' ? null : process.argv[5];
-  cuda.sim.configure();
+  freshState();
   memory._record_memory_history({ enabled: 'all', context, maxEntries: entries });
   // Stacks from a handful of call sites, as in a real loop.
   const sites = [(s) => cuda.alloc(s), (s) => cuda.alloc(s + 512), (s) => cuda.alloc(2 * s)];
@@ -25,7 +26,7 @@ if (process.argv[2] === 'child') {
 }
 
 const dir = mkdtempSync(join(os.tmpdir(), 'cca-dump-'));
-console.log(`_dump_snapshot (${os.cpus()[0].model}, ${os.cpus().length} cores, Node ${process.version})`);
+console.log(`_dump_snapshot (${machine()})`);
 console.log("stacks 'alloc': every allocation captured a JS stack; the dump symbolizes each capture once (first use)");
 console.log('entries     stacks  format   seconds    MiB written   peak RSS MiB (before dump)');
 for (const entries of [100_000, 1_000_000]) {

@@ -3,6 +3,7 @@
 // the floor for any JS stack). The pairs run 12 frames deep.
 import os from 'node:os';
 import { cuda, memory } from '../dist/index.js';
+import { freshState, machine } from './common.mjs';
 
 const PAIRS = 20_000;
 function deep(n, f) {
@@ -23,7 +24,7 @@ const pairs = () => deep(12, () => {
   return 0;
 });
 
-cuda.sim.configure();
+freshState();
 const keep = Array.from({ length: 1000 }, (_, i) => cuda.alloc(512 * (1 + (i % 64))));
 const results = {};
 const variants = [
@@ -50,7 +51,7 @@ const bare = median(() => deep(12, () => {
 }));
 keep.forEach((b) => b.free());
 
-console.log(`history recording per alloc+free pair from JS (${os.cpus()[0].model}, ${os.cpus().length} cores, Node ${process.version})`);
+console.log(`history recording per alloc+free pair from JS (${machine()})`);
 const off = results['history off'];
 for (const [name, ns] of Object.entries(results)) {
   console.log(`${name.padEnd(40)} ${ns.toFixed(0).padStart(8)} ns/pair   +${(ns - off).toFixed(0)} ns`);

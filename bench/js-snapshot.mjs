@@ -5,6 +5,7 @@
 //  - _snapshot() (traces included) at 1k and 100k entries, per entry.
 import os from 'node:os';
 import { MemPool, cuda, memory, use_mem_pool } from '../dist/index.js';
+import { freshState, machine } from './common.mjs';
 
 // 10 warm-up and 10 timed calls (PR #172672's method), after a longer JIT warm-up for
 // the cheap variants; the median of 5 such rounds is reported.
@@ -28,15 +29,14 @@ function fill(entries) {
 }
 
 function setup(entries, context) {
-  cuda.sim.configure();
-  memory._record_memory_history(null);
+  freshState();
   memory._record_memory_history({ enabled: 'all', context, maxEntries: entries || 1 });
   const live = Array.from({ length: 1000 }, () => cuda.alloc(4096));
   if (entries) fill(entries - 1000);
   return live;
 }
 
-console.log(`snapshot cost (${os.cpus()[0].model}, ${os.cpus().length} cores, Node ${process.version}); 1000 live 4 KiB blocks`);
+console.log(`snapshot cost (${machine()}); 1000 live 4 KiB blocks`);
 const fast = {};
 for (const entries of [0, 100_000]) {
   setup(entries, null);
@@ -58,7 +58,7 @@ for (const [entries, context] of [[1000, null], [100_000, null], [100_000, 'allo
 // PR #172672's test as written: empty_cache, history with defaults (all, unbounded), a
 // MemPool, 1000 x 4 KiB allocated inside it and freed; four variants, 10 warm-up and 10
 // timed calls each. "with traces" is _snapshot() (our memory_snapshot never reads them).
-cuda.sim.configure();
+freshState();
 memory.empty_cache();
 memory._record_memory_history(null);
 memory._record_memory_history();
