@@ -20,6 +20,26 @@ describe('README example', () => {
     }
   });
 
+  it('every js example in docs/ runs too (with the import added where a block has none)', () => {
+    const docs = ['api.md', 'history-and-snapshots.md'];
+    const entry = new URL('../dist/index.js', import.meta.url).href;
+    const header = `import { cuda, memory, MemPool, use_mem_pool, loadSnapshot, Stream, DeviceBuffer, CudaOutOfMemoryError } from ${JSON.stringify(entry)};\n`;
+    let ran = 0;
+    for (const doc of docs) {
+      const text = readFileSync(new URL(`../docs/${doc}`, import.meta.url), 'utf8');
+      for (const m of text.matchAll(/```js\n([\s\S]*?)```/g)) {
+        const code = m[1]!;
+        if (/^import /m.test(code) && code.trim().split('\n').length === 1) continue;  // the import line alone
+        const dir = mkdtempSync(join(tmpdir(), 'cca-docs-'));
+        const file = join(dir, 'example.mjs');
+        writeFileSync(file, header + code);
+        execFileSync(process.execPath, [file], { cwd: dir, encoding: 'utf8', env: { ...process.env, CCA_DEVICE: 'sim' } });
+        ran++;
+      }
+    }
+    expect(ran).toBeGreaterThanOrEqual(3);
+  });
+
   it('runs and prints the numbers its comments promise', () => {
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
     const code = /```js\n([\s\S]*?)```/.exec(readme)![1]!;
