@@ -1,0 +1,67 @@
+// Streams of one device's allocator: created and destroyed here so the allocator knows
+// which are live (a destroyed stream is an error with a code, not undefined behaviour).
+#include "caching_allocator.h"
+
+namespace cca {
+
+StreamId DeviceCachingAllocator::create_stream() {
+  std::lock_guard<std::mutex> lock(mu_);
+  StreamId id = 0;
+  Status s = device_.stream_create(&id);
+  if (s != Status::kOk) {
+    throw DeviceError(std::string("cudaStreamCreate failed: ") + status_name(s) + " (" + device_.last_error() + ")");
+  }
+  streams_.insert(id);
+  return id;
+}
+
+void DeviceCachingAllocator::destroy_stream(StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stream == 0) throw InvalidArgumentError("the default stream cannot be destroyed", "ERR_CCA_INVALID_STREAM");
+  check_stream(stream);
+  // Wait for the stream's work first: then no live block needs to wait for it any more,
+  // and free() never records an event on a stream that no longer exists.
+  Status s = device_.stream_synchronize(stream);
+  if (s == Status::kOk) s = device_.stream_destroy(stream);
+  if (s != Status::kOk) {
+    throw DeviceError(std::string("cudaStreamDestroy failed: ") + status_name(s) + " (" + device_.last_error() + ")");
+  }
+  streams_.erase(stream);
+  allocated_.for_each([stream](DevicePtr, Block* b) {
+    auto& uses = b->stream_uses;
+    uses.erase(std::remove(uses.begin(), uses.end(), stream), uses.end());
+  });
+  process_events();
+}
+
+void DeviceCachingAllocator::synchronize_stream(StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_stream(stream);
+  Status s = device_.stream_synchronize(stream);
+  if (s != Status::kOk) {
+    throw DeviceError(std::string("cudaStreamSynchronize failed: ") + status_name(s) + " (" + device_.last_error() + ")");
+  }
+  process_events();
+}
+
+bool DeviceCachingAllocator::query_stream(StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_stream(stream);
+  Status s = device_.stream_query(stream);
+  if (s == Status::kNotReady) return false;
+  if (s != Status::kOk) {
+    throw DeviceError(std::string("cudaStreamQuery failed: ") + status_name(s) + " (" + device_.last_error() + ")");
+  }
+  return true;
+}
+
+void DeviceCachingAllocator::synchronize() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Status s = device_.device_synchronize();
+  if (s != Status::kOk) {
+    throw DeviceError(std::string("cudaDeviceSynchronize failed: ") + status_name(s) + " (" + device_.last_error() + ")");
+  }
+  process_events();
+}
+
+}  // namespace cca
