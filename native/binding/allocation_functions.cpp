@@ -9,13 +9,12 @@
 #include <cmath>
 
 #include "addon_state.h"
+#include "args.h"
 #include "runtime_holder.h"
 
 namespace cca::binding {
 
 namespace {
-
-constexpr double kTwoTo64 = 18446744073709551616.0;
 
 struct Args {
   double v[5] = {0, 0, 0, 0, 0};
@@ -66,30 +65,6 @@ napi_value run(napi_env env, F&& fn) {
     }
   }
   return nullptr;
-}
-
-int to_device(double v) {
-  if (!(v >= 0) || v != std::floor(v) || v > 1 << 20) {
-    throw InvalidArgumentError("Expected a device index for device", "ERR_INVALID_ARG_VALUE");
-  }
-  return static_cast<int>(v);
-}
-
-std::uint64_t to_u64(double v, const char* name) {
-  if (!(v >= 0) || v != std::floor(v) || v >= kTwoTo64) {
-    throw InvalidArgumentError(std::string("Expected a non-negative integer for ") + name, "ERR_INVALID_ARG_VALUE");
-  }
-  return static_cast<std::uint64_t>(v);
-}
-
-// Sizes of 2^64 and more saturate; the allocator's 1 EiB check makes them an OOM error.
-std::uint64_t to_size(double v) { return v >= kTwoTo64 ? UINT64_MAX : to_u64(v, "size"); }
-
-std::uint32_t to_id(double v, const char* name) {
-  if (!(v >= 0) || v != std::floor(v) || v > 4294967295.0) {
-    throw InvalidArgumentError(std::string("Expected a 32-bit id for ") + name, "ERR_INVALID_ARG_VALUE");
-  }
-  return static_cast<std::uint32_t>(v);
 }
 
 // alloc(device, size, stream, stackId?, tagId?)

@@ -11,16 +11,9 @@
 
 namespace cca::binding {
 
-inline double number_arg(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
-  if (i >= info.Length() || !info[i].IsNumber()) {
-    throw InvalidArgumentError(std::string("Expected a number for ") + name, "ERR_INVALID_ARG_TYPE");
-  }
-  return info[i].As<Napi::Number>().DoubleValue();
-}
-
-// A non-negative integer below 2^64 held in a double.
-inline std::uint64_t u64_arg(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
-  double v = number_arg(info, i, name);
+// Conversions of a number already read, shared by the node-addon-api functions below and
+// the plain Node-API hot path (allocation_functions.cpp).
+inline std::uint64_t to_u64(double v, const char* name) {
   if (!(v >= 0) || v != std::floor(v) || v >= 18446744073709551616.0) {
     throw InvalidArgumentError(std::string("Expected a non-negative integer for ") + name, "ERR_INVALID_ARG_VALUE");
   }
@@ -29,19 +22,34 @@ inline std::uint64_t u64_arg(const Napi::CallbackInfo& info, std::size_t i, cons
 
 // A byte count: sizes of 2^64 and more saturate, and the allocator's 1 EiB check turns
 // them into an out-of-memory error, as for any request of 1 EiB or more.
-inline std::uint64_t size_arg(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
-  double v = number_arg(info, i, name);
-  if (v >= 18446744073709551616.0) return UINT64_MAX;
-  return u64_arg(info, i, name);
-}
+inline std::uint64_t to_size(double v) { return v >= 18446744073709551616.0 ? UINT64_MAX : to_u64(v, "size"); }
 
-inline int device_arg(const Napi::CallbackInfo& info, std::size_t i) {
-  double v = number_arg(info, i, "device");
-  if (v != std::floor(v) || v < 0 || v > 1 << 20) {
+inline int to_device(double v) {
+  if (!(v >= 0) || v != std::floor(v) || v > 1 << 20) {
     throw InvalidArgumentError("Expected a device index for device", "ERR_INVALID_ARG_VALUE");
   }
   return static_cast<int>(v);
 }
+
+inline std::uint32_t to_id(double v, const char* name) {
+  if (!(v >= 0) || v != std::floor(v) || v > 4294967295.0) {
+    throw InvalidArgumentError(std::string("Expected a 32-bit id for ") + name, "ERR_INVALID_ARG_VALUE");
+  }
+  return static_cast<std::uint32_t>(v);
+}
+
+inline double number_arg(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
+  if (i >= info.Length() || !info[i].IsNumber()) {
+    throw InvalidArgumentError(std::string("Expected a number for ") + name, "ERR_INVALID_ARG_TYPE");
+  }
+  return info[i].As<Napi::Number>().DoubleValue();
+}
+
+inline std::uint64_t u64_arg(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
+  return to_u64(number_arg(info, i, name), name);
+}
+
+inline int device_arg(const Napi::CallbackInfo& info, std::size_t i) { return to_device(number_arg(info, i, "device")); }
 
 inline std::string string_arg(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
   if (i >= info.Length() || !info[i].IsString()) {
