@@ -370,19 +370,4 @@ void DeviceCachingAllocator::empty_cache() {
   check_after_operation();
 }
 
-std::vector<SegmentView> DeviceCachingAllocator::segments() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<SegmentView> out;
-  out.reserve(segments_.size());
-  for (const auto& [ptr, segment] : segments_) {
-    SegmentView view{segment->ptr, segment->size, segment->stream, segment->pool->is_small, {}};
-    for (const Block* b = segment->head; b != nullptr; b = b->next) {
-      view.blocks.push_back(BlockView{b->ptr, b->size, b->requested_size, b->state, b->owner});
-    }
-    out.push_back(std::move(view));
-  }
-  std::sort(out.begin(), out.end(), [](const SegmentView& a, const SegmentView& b) { return a.address < b.address; });
-  return out;
-}
-
 }  // namespace cca

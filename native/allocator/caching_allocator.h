@@ -57,22 +57,6 @@ struct CallContext {
   std::uint32_t tag = 0;
 };
 
-// Read-only views for snapshots and validation.
-struct BlockView {
-  DevicePtr address;
-  std::size_t size;
-  std::size_t requested_size;
-  BlockState state;
-  std::uint32_t owner;
-};
-struct SegmentView {
-  DevicePtr address;
-  std::size_t total_size;
-  StreamId stream;
-  bool is_small;
-  std::vector<BlockView> blocks;
-};
-
 class DeviceCachingAllocator {
  public:
   DeviceCachingAllocator(Device& device, const AllocatorConfig& config);
@@ -147,7 +131,6 @@ class DeviceCachingAllocator {
 
   // Checks every invariant; returns "" when all hold, else the first broken clause.
   std::string validate() const;
-  std::vector<SegmentView> segments() const;
   Device& device() { return device_; }
   int device_index() const { return device_.index(); }
 

@@ -11,10 +11,10 @@ namespace {
 template <class F>
 void expect_unchanged(Fixture& f, F&& bad) {
   auto before = f.all_stats();
-  auto segs_before = f.a().segments().size();
+  auto segs_before = segments(f.a()).size();
   bad();
   CHECK(before == f.all_stats());
-  CHECK_EQ(f.a().segments().size(), segs_before);
+  CHECK_EQ(segments(f.a()).size(), segs_before);
   CHECK_VALID(f.a());
 }
 }  // namespace

@@ -61,6 +61,7 @@ TEST(releasing_the_cache_unmaps_whole_free_pages_only) {
   a.set_history(h);
   DevicePtr x = a.malloc(15 * MiB, 0);
   DevicePtr y = a.malloc(15 * MiB, 0);
+  CHECK_EQ(f.sim().reservations(), std::size_t{1});
   a.free(y);  // free: [15, 40) MiB; page 1 = [20, 40) lies wholly inside
   a.empty_cache();
   CHECK_EQ(f.cur(kReservedBytes), std::int64_t{20 * MiB});
@@ -75,7 +76,8 @@ TEST(releasing_the_cache_unmaps_whole_free_pages_only) {
   a.empty_cache();  // nothing mapped: the address range goes back too
   CHECK_EQ(f.cur(kReservedBytes), std::int64_t{0});
   CHECK_EQ(f.sim().mapped_bytes(), std::size_t{0});
-  CHECK(a.segments().empty());
+  CHECK(segments(a).empty());
+  CHECK_EQ(f.sim().reservations(), std::size_t{0});  // the address range itself went back
   CHECK_VALID(a);
 }
 

@@ -13,6 +13,26 @@ constexpr std::size_t KiB = 1024;
 constexpr std::size_t MiB = 1024 * 1024;
 constexpr std::size_t GiB = 1024 * MiB;
 
+// The allocator's segments as tests read them, from the snapshot (the one view the core
+// offers); an expandable segment shows one entry per mapped range.
+struct SegmentOf {
+  cca::DevicePtr address;
+  std::size_t total_size;
+  bool is_small;
+  std::vector<cca::SnapshotBlock> blocks;
+};
+
+inline std::vector<SegmentOf> segments(cca::DeviceCachingAllocator& a) {
+  const cca::DeviceSnapshot snap = a.snapshot(0, false);
+  std::vector<SegmentOf> out;
+  for (const cca::SnapshotSegment& s : snap.segments) {
+    out.push_back(SegmentOf{s.address, s.total_size, s.is_small,
+                            std::vector<cca::SnapshotBlock>(snap.blocks.begin() + static_cast<long>(s.first_block),
+                                                            snap.blocks.begin() + static_cast<long>(s.first_block + s.block_count))});
+  }
+  return out;
+}
+
 struct Fixture {
   explicit Fixture(std::size_t capacity = 16 * GiB, cca::AllocatorConfig cfg = {}, int devices = 1)
       : platform(cca::SimOptions{devices, capacity}) {

@@ -48,11 +48,11 @@ TEST(split_and_merge_track_inactive_split) {
   f.a().free(a);  // [a+b free] c tail
   CHECK_EQ(f.cur(kInactiveSplit), std::int64_t{2});
   CHECK_EQ(f.cur(kInactiveSplitBytes), tail + 1024);
-  CHECK_EQ(f.a().segments()[0].blocks.size(), std::size_t{3});
+  CHECK_EQ(segments(f.a())[0].blocks.size(), std::size_t{3});
   f.a().free(c);  // everything merges into one unsplit block
   CHECK_EQ(f.cur(kInactiveSplit), std::int64_t{0});
   CHECK_EQ(f.cur(kInactiveSplitBytes), std::int64_t{0});
-  CHECK_EQ(f.a().segments()[0].blocks.size(), std::size_t{1});
+  CHECK_EQ(segments(f.a())[0].blocks.size(), std::size_t{1});
   // Best fit: of two free holes, the smaller one that fits wins, then the lower address.
   DevicePtr x = f.a().malloc(4096, 0);
   DevicePtr y = f.a().malloc(512, 0);
@@ -95,7 +95,7 @@ TEST(record_stream_defers_reuse_until_events_complete) {
   CHECK_EQ(f.cur(kActiveBytes), std::int64_t{4096});  // active_pending_free
   CHECK_EQ(f.cur(kActive), std::int64_t{1});
   CHECK_EQ(f.cur(kRequestedBytes), std::int64_t{4096});
-  CHECK(f.a().segments()[0].blocks[0].state == BlockState::kPendingFree);
+  CHECK(segments(f.a())[0].blocks[0].state == BlockState::kPendingFree);
   CHECK_VALID(f.a());
   DevicePtr q = f.a().malloc(4096, 0);
   CHECK(q != p);
@@ -235,7 +235,7 @@ TEST(oversize_blocks_are_not_split_and_are_released_first) {
   f.a().free(mid);
   DevicePtr again = f.a().malloc(90 * MiB, 0);
   CHECK_EQ(again, big);
-  CHECK_EQ(f.a().segments().back().blocks.size(), std::size_t{1});
+  CHECK_EQ(segments(f.a()).back().blocks.size(), std::size_t{1});
   f.a().free(again);
   // 60 MiB: the 100 MiB block is too big to take (>= 60 + 20) and the device has only
   // 30 MiB left, so the cached oversize block is released first, with no full retry.

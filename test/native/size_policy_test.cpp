@@ -23,7 +23,7 @@ void check_row(const Row& r, const AllocatorConfig& cfg) {
   CHECK_EQ(allocation_size(r.rounded, cfg), r.segment);
   Fixture f(16 * GiB, cfg);
   DevicePtr p = f.a().malloc(r.request, 0);
-  auto segs = f.a().segments();
+  auto segs = segments(f.a());
   CHECK_EQ(segs.size(), std::size_t{1});
   CHECK_EQ(segs[0].total_size, r.segment);
   CHECK_EQ(segs[0].is_small, r.small);
@@ -63,10 +63,10 @@ TEST(large_split_needs_strictly_more_than_one_mib_left) {
   DevicePtr p = f.a().malloc(MiB, 0);
   DevicePtr q = f.a().malloc(MiB - 512, 0);
   CHECK_EQ(q, p + MiB);  // split the 1 MiB remainder, leaving exactly 512 bytes
-  CHECK_EQ(f.a().segments()[0].blocks.size(), std::size_t{3});
+  CHECK_EQ(segments(f.a())[0].blocks.size(), std::size_t{3});
   DevicePtr r = f.a().malloc(512, 0);
   CHECK_EQ(r, p + 2 * MiB - 512);  // an exact fit is not split
-  CHECK_EQ(f.a().segments()[0].blocks.size(), std::size_t{3});
+  CHECK_EQ(segments(f.a())[0].blocks.size(), std::size_t{3});
   CHECK_VALID(f.a());
 }
 

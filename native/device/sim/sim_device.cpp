@@ -220,6 +220,11 @@ Status SimDevice::unmap_memory(DevicePtr at, std::size_t size, std::uint64_t han
   return Status::kOk;
 }
 
+std::size_t SimDevice::reservations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reservations_.size();
+}
+
 std::size_t SimDevice::mapped_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return mapped_;

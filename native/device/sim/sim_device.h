@@ -43,6 +43,7 @@ class SimDevice final : public Device {
   Status map_memory(DevicePtr at, std::size_t size, std::uint64_t* handle) override;
   Status unmap_memory(DevicePtr at, std::size_t size, std::uint64_t handle) override;
   std::size_t mapped_bytes() const;
+  std::size_t reservations() const;  // address ranges reserved and not yet released
 
   Status stream_create(StreamId* out) override;
   Status stream_destroy(StreamId stream) override;
