@@ -109,6 +109,8 @@ class DeviceCachingAllocator {
   // Disabling, or clear_history, frees the ring.
   void set_history(const HistoryOptions& options);
   HistoryOptions history() const;
+  // Bytes the trace ring holds (0 once history is disabled or cleared).
+  std::size_t history_bytes() const;
   // The state as data. With include_traces=false it reads no trace entry: its cost depends
   // only on the number of segments and blocks. Appends a `snapshot` trace entry.
   // pool_filter: only that private pool's segments (0: every segment).

@@ -23,6 +23,11 @@ HistoryOptions DeviceCachingAllocator::history() const {
   return history_;
 }
 
+std::size_t DeviceCachingAllocator::history_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ring_.capacity_bytes();
+}
+
 DeviceSnapshot DeviceCachingAllocator::snapshot(std::uint32_t pool_filter, bool include_traces) {
   std::lock_guard<std::mutex> lock(mu_);
   DeviceSnapshot snap;

@@ -8,6 +8,12 @@ using namespace test;
 
 namespace {
 AllocatorConfig expandable() { return AllocatorConfig::parse("expandable_segments:True"); }
+void record_history(DeviceCachingAllocator& a) {
+  HistoryOptions h;
+  h.enabled = true;
+  h.max_entries = 100;
+  a.set_history(h);
+}
 std::vector<TraceAction> actions(DeviceCachingAllocator& a) {
   std::vector<TraceAction> out;
   for (const TraceEntry& e : a.snapshot(0, true).traces) {
@@ -20,10 +26,7 @@ std::vector<TraceAction> actions(DeviceCachingAllocator& a) {
 TEST(expandable_segment_maps_pages_on_demand_and_grows_contiguously) {
   Fixture f(GiB, expandable());
   auto& a = f.a();
-  HistoryOptions h;
-  h.enabled = true;
-  h.max_entries = 100;
-  a.set_history(h);
+  record_history(a);
   DevicePtr x = a.malloc(15 * MiB, 0);  // large pool: 20 MiB pages
   CHECK_EQ(f.cur(kReservedBytes), std::int64_t{20 * MiB});
   CHECK_EQ(f.cur(kSegment), std::int64_t{0});  // mapping counts no segment, as in PyTorch
@@ -55,10 +58,7 @@ TEST(expandable_segment_maps_pages_on_demand_and_grows_contiguously) {
 TEST(releasing_the_cache_unmaps_whole_free_pages_only) {
   Fixture f(GiB, expandable());
   auto& a = f.a();
-  HistoryOptions h;
-  h.enabled = true;
-  h.max_entries = 100;
-  a.set_history(h);
+  record_history(a);
   DevicePtr x = a.malloc(15 * MiB, 0);
   DevicePtr y = a.malloc(15 * MiB, 0);
   CHECK_EQ(f.sim().reservations(), std::size_t{1});

@@ -21,11 +21,8 @@ struct Expect {
 };
 
 std::vector<TraceEntry> traces(DeviceCachingAllocator& a) {
-  HistoryOptions h = a.history();
-  auto snap = a.snapshot(0, true);
-  std::vector<TraceEntry> out = snap.traces;
+  std::vector<TraceEntry> out = a.snapshot(0, true).traces;
   if (!out.empty() && out.back().action == TraceAction::kSnapshot) out.pop_back();  // the read itself
-  (void)h;
   return out;
 }
 
@@ -165,8 +162,10 @@ TEST(ring_wraps_shrinks_and_frees_when_disabled) {
   snap = f.a().snapshot(0, true);
   CHECK_EQ(snap.traces.size(), std::size_t{2});
   CHECK(snap.traces[1].action == TraceAction::kSnapshot);
+  CHECK(f.a().history_bytes() >= 2 * sizeof(TraceEntry));
   HistoryOptions off;
   f.a().set_history(off);
+  CHECK_EQ(f.a().history_bytes(), std::size_t{0});  // disabling frees the ring, not only empties it
   snap = f.a().snapshot(0, true);
   CHECK(snap.traces.empty());
   CHECK_EQ(snap.trace_max_entries, std::size_t{0});
@@ -176,6 +175,7 @@ TEST(ring_wraps_shrinks_and_frees_when_disabled) {
   HistoryOptions clear = all_history(RecordContext::kNever, 10);
   clear.clear_history = true;
   f.a().set_history(clear);
+  CHECK_EQ(f.a().history_bytes(), std::size_t{0});
   CHECK_EQ(f.a().snapshot(0, true).traces.size(), std::size_t{1});  // only the read itself
 }
 
