@@ -5,7 +5,7 @@ import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 
 const hex = (n: number | bigint | undefined): string => (n === undefined ? '-' : `0x${n.toString(16)}`);
 
-export function renderSummary(path: string, summaries: DeviceSummary[], snapshot: Snapshot): string {
+export function renderSnapshotSummary(path: string, summaries: DeviceSummary[], snapshot: Snapshot): string {
   const out: string[] = [`${path}`];
   if (summaries.length === 0) out.push('  no segments and no history');
   for (const s of summaries) {

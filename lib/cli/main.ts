@@ -5,7 +5,7 @@ import { runDemo } from '../demo.js';
 import { loadSnapshot } from '../snapshot/load.js';
 import { formatFor, writeSnapshotFile } from '../snapshot/dump.js';
 import { summarize } from '../analysis/summary.js';
-import { renderSegments, renderSummary, renderTrace } from './format-snapshot.js';
+import { renderSegments, renderSnapshotSummary, renderTrace } from './format-snapshot.js';
 
 const integer = (name: string, min: number) => (v: string): number => {
   const n = Number(v);
@@ -33,7 +33,7 @@ program
   .action((file: string, opts: { json?: boolean }) => {
     const snap = loadSnapshot(file);
     const s = summarize(snap);
-    process.stdout.write(opts.json ? `${JSON.stringify(s, null, 2)}\n` : renderSummary(file, s, snap));
+    process.stdout.write(opts.json ? `${JSON.stringify(s, null, 2)}\n` : renderSnapshotSummary(file, s, snap));
   });
 
 program

@@ -54,7 +54,19 @@ thread_local int current_device = -1;
 
 bool default_held = false;
 
-CUresult ready_to_go() { return initialized ? kSuccess : kNotInitialized; }
+// Takes `size` bytes of the current device's capacity, honouring injected failures; the
+// caller holds `mu`. Shared by cuMemAlloc and cuMemCreate.
+CUresult take_capacity(std::size_t size) {
+  if (current_device < 0) return kInvalidValue;
+  auto& u = used[static_cast<std::size_t>(current_device)];
+  if (fail_allocs > 0) {
+    --fail_allocs;
+    return kOutOfMemory;
+  }
+  if (size == 0 || u + size > capacity) return kOutOfMemory;
+  u += size;
+  return kSuccess;
+}
 
 std::size_t env_size(const char* name, std::size_t fallback) {
   const char* v = std::getenv(name);
@@ -154,18 +166,14 @@ FAKE CUresult cuCtxSynchronize() {
 
 FAKE CUresult cuMemAlloc_v2(unsigned long long* p, std::size_t size) {
   std::lock_guard<std::mutex> lock(mu);
-  if (current_device < 0) return kInvalidValue;
-  auto& u = used[static_cast<std::size_t>(current_device)];
-  if (fail_allocs > 0) {
-    --fail_allocs;
+  if (CUresult r = take_capacity(size); r != kSuccess) return r;
+  void* mem = std::aligned_alloc(512, (size + 511) / 512 * 512);
+  if (mem == nullptr) {
+    used[static_cast<std::size_t>(current_device)] -= size;
     return kOutOfMemory;
   }
-  if (size == 0 || u + size > capacity) return kOutOfMemory;
-  void* mem = std::aligned_alloc(512, (size + 511) / 512 * 512);
-  if (mem == nullptr) return kOutOfMemory;
   *p = reinterpret_cast<unsigned long long>(mem);
   allocations[*p] = {current_device, size};
-  u += size;
   return kSuccess;
 }
 
@@ -367,14 +375,7 @@ FAKE CUresult cuMemAddressFree(unsigned long long p, std::size_t size) {
 
 FAKE CUresult cuMemCreate(unsigned long long* handle, std::size_t size, const void*, unsigned long long) {
   std::lock_guard<std::mutex> lock(mu);
-  if (current_device < 0) return kInvalidValue;
-  auto& u = used[static_cast<std::size_t>(current_device)];
-  if (fail_allocs > 0) {
-    --fail_allocs;
-    return kOutOfMemory;
-  }
-  if (u + size > capacity) return kOutOfMemory;
-  u += size;
+  if (CUresult r = take_capacity(size); r != kSuccess) return r;
   *handle = reinterpret_cast<unsigned long long>(new Physical{current_device, size});
   return kSuccess;
 }
