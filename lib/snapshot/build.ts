@@ -16,6 +16,19 @@ const BLK = 6;
 const TRC = 8;
 let actions: TraceAction[] | undefined;
 
+// One tuple per pool id, shared by every segment and entry of that pool (frozen, since it
+// is shared; pickle memoizes it once).
+const poolTuples = new Map<number, number[]>();
+function poolTuple(pool: number): number[] {
+  let t = poolTuples.get(pool);
+  if (!t) {
+    t = Object.freeze(tuple(0, pool)) as number[];
+    markShared(t);
+    poolTuples.set(pool, t);
+  }
+  return t;
+}
+
 function decodeSegments(device: number, segs: Float64Array, blocks: Float64Array, out: Segment[]): void {
   for (let i = 0; i < segs.length; i += SEG) {
     const first = segs[i + 10]!;
@@ -43,24 +56,12 @@ function decodeSegments(device: number, segs: Float64Array, blocks: Float64Array
       requested_size: segs[i + 4]!,
       stream: segs[i + 5]!,
       segment_type: segs[i + 6] ? 'small' : 'large',
-      segment_pool_id: tuple(0, segs[i + 8]!),
+      segment_pool_id: poolTuple(segs[i + 8]!),
       is_expandable: segs[i + 7] === 1,
       frames: stacks.frames(segs[i + 9]!),
       blocks: bl,
     });
   }
-}
-
-// One tuple per pool id, shared by every entry of that pool (pickle memoizes it once).
-const poolTuples = new Map<number, number[]>();
-function poolTuple(pool: number): number[] {
-  let t = poolTuples.get(pool);
-  if (!t) {
-    t = tuple(0, pool);
-    markShared(t);
-    poolTuples.set(pool, t);
-  }
-  return t;
 }
 
 // Entries [start, end) of the native trace records.

@@ -181,7 +181,10 @@ TEST(conformance_cuda_backend_on_fake_driver) {
 
 TEST(conformance_real_gpu) {
   const char* driver = std::getenv("CCA_CONFORMANCE_DRIVER");
-  if (driver == nullptr) return;  // run by ctest's cca_real_gpu_conformance only
+  if (driver == nullptr) {
+    std::cout << "conformance_real_gpu: run by ctest's cca_real_gpu_conformance entry, not here\n";
+    return;
+  }
   ::setenv("CCA_LIBCUDA_PATH", driver, 1);
   CudaProbe probe = probe_cuda();
   if (!probe.available) {
