@@ -1,6 +1,7 @@
 // MemPool, mirroring torch.cuda.MemPool: a private pool on one device. Allocations made
 // inside memory.use_mem_pool(pool, fn) come from it and go back to it; its snapshot shows
 // only its segments; releasing it returns its cached memory once nothing uses it.
+import { runScoped } from './scoped.js';
 import { InvalidArgumentError } from './errors.js';
 import { native } from './native.js';
 import { resolveDevice } from './device.js';
@@ -68,14 +69,5 @@ export function use_mem_pool<T>(pool: MemPool, fn: () => T): T {
   pool.assertUsable();
   const n = pool.id[1]!;
   native.poolBegin(pool.device, n);
-  let result: T;
-  try {
-    result = fn();
-  } catch (e) {
-    native.poolEnd(pool.device, n);
-    throw e;
-  }
-  if (result instanceof Promise) return result.finally(() => native.poolEnd(pool.device, n)) as T;
-  native.poolEnd(pool.device, n);
-  return result;
+  return runScoped(fn, () => native.poolEnd(pool.device, n));
 }

@@ -1,5 +1,6 @@
 // Region markers for the timeline (external_annotations): START when a region opens, END
 // when it closes. Recorded while history is on, in a ring as long as the trace's.
+import { runScoped } from '../scoped.js';
 import { capture } from './record.js';
 import { currentDevice } from '../device.js';
 import { checkString } from '../validate.js';
@@ -46,16 +47,7 @@ export function annotate<T>(name: string, fn?: () => T): Region | T {
     },
   };
   if (fn === undefined) return region;
-  let result: T;
-  try {
-    result = fn();
-  } catch (e) {
-    region.end();
-    throw e;
-  }
-  if (result instanceof Promise) return result.finally(() => region.end()) as T;
-  region.end();
-  return result;
+  return runScoped(fn, () => region.end());
 }
 
 export function annotations(): Annotation[] {
