@@ -40,7 +40,7 @@ AllocatorConfig DeviceCachingAllocator::config() const {
 
 DeviceStats DeviceCachingAllocator::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  return stats_.view();
 }
 
 void DeviceCachingAllocator::reset_peak_stats() {

@@ -32,6 +32,7 @@ void DeviceCachingAllocator::destroy_stream(StreamId stream) {
     uses.erase(std::remove(uses.begin(), uses.end(), stream), uses.end());
   });
   process_events();
+  drop_dead_stream_bins();
 }
 
 void DeviceCachingAllocator::synchronize_stream(StreamId stream) {

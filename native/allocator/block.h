@@ -47,6 +47,7 @@ struct Block {
   std::uint32_t owner = 0;            // the JS environment that allocated it (0: none)
   std::uint32_t alloc_stack = 0;      // interned stack of the malloc that handed it out (0: none)
   std::uint32_t tag = 0;              // interned user tag of that malloc (0: none)
+  std::uint32_t bin_slot = 0;         // while free in a size bin: its index in the bin's heap
 
   bool is_split() const { return prev != nullptr || next != nullptr; }
 };

@@ -1,22 +1,38 @@
-// A pool of free blocks ordered by (stream, size, address), searched best fit: the
-// smallest block on the same stream that is large enough, lowest address on ties. Blocks
-// never move between streams: a block freed on one stream may still be in use by work
-// queued on it, so only that stream may reuse it without synchronizing.
+// A pool of free blocks searched best fit: the smallest block on the same stream that is
+// large enough, lowest address on ties, i.e. the first in (stream, size, address) order.
+// Blocks never move between streams: a block freed on one stream may still be in use by
+// work queued on it, so only that stream may reuse it without synchronizing.
+//
+// Storage: blocks up to 2 MiB sit in per-stream size bins (size_bins.h), the rest in an
+// ordered tree keyed by (stream, size, address). Every binned size is below every size in
+// the tree, so "first in order" is the bins' answer when they have one, else the tree's.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "block.h"
 #include "config.h"
 #include "node_cache.h"
+#include "size_bins.h"
 
 namespace cca {
 
-struct BlockBySize {
-  bool operator()(const Block* a, const Block* b) const {
-    if (a->stream != b->stream) return a->stream < b->stream;
-    if (a->size != b->size) return a->size < b->size;
-    return a->ptr < b->ptr;
+// A tree entry carries its block's key, so the walk compares without reaching the block.
+struct FreeKey {
+  StreamId stream;
+  std::size_t size;
+  DevicePtr ptr;
+  Block* block;
+};
+
+struct FreeKeyLess {
+  bool operator()(const FreeKey& a, const FreeKey& b) const {
+    if (a.stream != b.stream) return a.stream < b.stream;
+    if (a.size != b.size) return a.size < b.size;
+    return a.ptr < b.ptr;
   }
 };
 
@@ -29,9 +45,10 @@ struct BlockByAddress {
   }
 };
 
-struct BlockPool {
+class BlockPool {
+ public:
   explicit BlockPool(bool small, std::uint32_t pool_id = 0)
-      : is_small(small), pool_id(pool_id), blocks(BlockBySize{}, RecyclingAllocator<Block*>(&node_cache_)) {}
+      : is_small(small), pool_id(pool_id), tree_(FreeKeyLess{}, RecyclingAllocator<FreeKey>(&node_cache_)) {}
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
@@ -42,22 +59,72 @@ struct BlockPool {
   // With expandable segments on, a block followed by unmapped space counts that space as
   // part of its fit; with them off, expandable blocks are skipped.
   Block* take_best_fit(StreamId stream, std::size_t size, const AllocatorConfig& cfg);
-  void insert(Block* block) { blocks.insert(block); }
-  void erase(Block* block) { blocks.erase(block); }
-  bool contains(Block* block) const { return blocks.count(block) > 0; }
+  // A block's stream, size and address must not change while it is in the pool.
+  void insert(Block* block) {
+    if (SizeBins::binned(block->size)) {
+      bins_for(block->stream).insert(block);
+    } else {
+      tree_.insert(key_of(block));
+    }
+  }
+  void erase(Block* block) {
+    if (SizeBins::binned(block->size)) {
+      find_bins(block->stream)->erase(block);
+    } else {
+      tree_.erase(key_of(block));
+    }
+  }
+  bool contains(const Block* block) const;
+  std::size_t size() const;
+  // Drops the (empty) bins of streams that hold no free block here and are not in `live`:
+  // a destroyed stream's bins would otherwise stay allocated for good.
+  template <class IsLive>
+  void drop_dead_stream_bins(IsLive&& is_live) {
+    for (std::size_t i = 0; i < streams_.size();) {
+      if (streams_[i].second->empty() && !is_live(streams_[i].first)) {
+        streams_[i] = std::move(streams_.back());
+        streams_.pop_back();
+      } else {
+        ++i;
+      }
+    }
+    last_ = nullptr;
+  }
+  // Every free block in (stream, size, address) order: for the paths that release memory
+  // or inspect the pool, never for a cached alloc.
+  std::vector<Block*> in_order() const;
 
   const bool is_small;
   const std::uint32_t pool_id;  // n of the MemPool id (0, n); 0: the default pools
 
- private:
-  NodeCache node_cache_;  // declared before `blocks`, so it outlives the set's nodes
-
- public:
-  std::set<Block*, BlockBySize, RecyclingAllocator<Block*>> blocks;
   std::set<Block*, BlockByAddress> unmapped;
   // Counts best-fit searches while garbage collection is on; a block's age is this count
   // minus its gc_stamp.
   std::uint64_t get_free_blocks_call_count = 0;
+
+ private:
+  static FreeKey key_of(const Block* b) { return FreeKey{b->stream, b->size, b->ptr, const_cast<Block*>(b)}; }
+  SizeBins* find_bins(StreamId stream) const {
+    if (last_ != nullptr && last_stream_ == stream) return last_;
+    for (const auto& [s, bins] : streams_) {
+      if (s == stream) {
+        last_stream_ = stream;
+        last_ = bins.get();
+        return last_;
+      }
+    }
+    return nullptr;
+  }
+  SizeBins& bins_for(StreamId stream);
+  Block* first_at_least(StreamId stream, std::size_t size) const;
+  Block* next_after(const Block* block) const;
+
+  // Bins of each stream that ever had a binned free block; streams are few, so a list.
+  std::vector<std::pair<StreamId, std::unique_ptr<SizeBins>>> streams_;
+  mutable StreamId last_stream_ = 0;
+  mutable SizeBins* last_ = nullptr;
+  NodeCache node_cache_;  // declared before `tree_`, so it outlives the tree's nodes
+  std::set<FreeKey, FreeKeyLess, RecyclingAllocator<FreeKey>> tree_;  // blocks above 2 MiB
 };
 
 }  // namespace cca

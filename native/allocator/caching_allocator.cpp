@@ -172,32 +172,29 @@ bool DeviceCachingAllocator::alloc_block(AllocParams& p, bool is_retry) {
 // oversize blocks from the largest down until enough is released.
 bool DeviceCachingAllocator::release_available_cached_blocks(const AllocParams& p) {
   if (config_.max_split_size == kUnlimited) return false;
-  auto& blocks = p.pool->blocks;
-  Block key;
-  key.stream = p.stream;
-  key.size = std::max(p.size, config_.max_split_size);
-  key.ptr = 0;
-  auto it = blocks.lower_bound(&key);
-  if (it != blocks.end() && (*it)->stream == p.stream) {
-    if ((*it)->is_split() || (*it)->expandable) return false;
-    segment_released(*it);
+  const std::vector<Block*> blocks = p.pool->in_order();
+  const std::size_t wanted = std::max(p.size, config_.max_split_size);
+  // The first block of this stream at or above `wanted`, in (stream, size, address) order.
+  const auto before_wanted = [&](const Block* b) {
+    return b->stream < p.stream || (b->stream == p.stream && b->size < wanted);
+  };
+  const std::size_t at = static_cast<std::size_t>(
+      std::partition_point(blocks.begin(), blocks.end(), before_wanted) - blocks.begin());
+  if (at < blocks.size() && blocks[at]->stream == p.stream) {
+    if (blocks[at]->is_split() || blocks[at]->expandable) return false;
+    segment_released(blocks[at]);
     return true;
   }
-  if (it == blocks.begin()) return false;
   std::size_t released = 0;
-  --it;
-  while (released < key.size && (*it)->size >= config_.max_split_size && (*it)->stream == p.stream) {
-    auto current = it;
-    const bool first = current == blocks.begin();
-    if (!first) --it;
-    Block* b = *current;
+  for (std::size_t i = at; i > 0 && released < wanted; --i) {
+    Block* b = blocks[i - 1];
+    if (b->size < config_.max_split_size || b->stream != p.stream) break;
     if (!b->is_split() && !b->expandable) {
       released += b->size;
       segment_released(b);
     }
-    if (first) break;
   }
-  return released >= key.size;
+  return released >= wanted;
 }
 
 void DeviceCachingAllocator::release_cached_blocks() {
@@ -205,12 +202,23 @@ void DeviceCachingAllocator::release_cached_blocks() {
   release_free_blocks(large_blocks_);
   release_free_blocks(small_blocks_);
   release_freeable_pools();
+  drop_dead_stream_bins();
+}
+
+void DeviceCachingAllocator::drop_dead_stream_bins() {
+  const auto is_live = [this](StreamId s) { return s == 0 || streams_.count(s) > 0; };
+  small_blocks_.drop_dead_stream_bins(is_live);
+  large_blocks_.drop_dead_stream_bins(is_live);
+  for (auto& [id, pool] : pools_) {
+    pool->small.drop_dead_stream_bins(is_live);
+    pool->large.drop_dead_stream_bins(is_live);
+  }
 }
 
 void DeviceCachingAllocator::release_free_blocks(BlockPool& pool) {
   std::vector<Block*> unsplit;
   std::vector<Block*> to_unmap;
-  for (Block* b : pool.blocks) {
+  for (Block* b : pool.in_order()) {
     if (b->expandable) {
       to_unmap.push_back(b);
     } else if (!b->is_split()) {
@@ -244,7 +252,7 @@ void DeviceCachingAllocator::garbage_collect_cached_blocks() {
   double total_age = 0;
   int freeable = 0;
   auto freeable_block = [](const Block* b) { return !b->is_split() && !b->expandable; };
-  for (Block* b : pool.blocks) {
+  for (Block* b : pool.in_order()) {
     if (freeable_block(b)) {
       total_age += age(b);
       ++freeable;
@@ -256,7 +264,7 @@ void DeviceCachingAllocator::garbage_collect_cached_blocks() {
     const double age_threshold = total_age / freeable;
     freed = false;
     std::vector<Block*> victims;
-    for (Block* b : pool.blocks) {
+    for (Block* b : pool.in_order()) {
       if (freeable_block(b) && age(b) >= age_threshold) victims.push_back(b);
     }
     for (Block* b : victims) {
@@ -279,7 +287,7 @@ void DeviceCachingAllocator::synchronize_and_free_events() {
 }
 
 std::size_t DeviceCachingAllocator::total_reserved() const {
-  return static_cast<std::size_t>(stats_.arrays[kReservedBytes][kAggregate].current);
+  return static_cast<std::size_t>(stats_.current(kReservedBytes, kAggregate));
 }
 
 void DeviceCachingAllocator::throw_oom(const AllocParams& p, std::unique_lock<std::mutex>& lock) {
@@ -296,8 +304,8 @@ void DeviceCachingAllocator::throw_oom(const AllocParams& p, std::unique_lock<st
   info.device_free = device_free;
   info.device_total = device_total;
   info.allowed = fraction_set_ ? allowed_memory_maximum_ : 0;
-  info.allocated = static_cast<std::uint64_t>(stats_.arrays[kAllocatedBytes][kAggregate].current);
-  info.reserved = static_cast<std::uint64_t>(stats_.arrays[kReservedBytes][kAggregate].current);
+  info.allocated = static_cast<std::uint64_t>(stats_.current(kAllocatedBytes, kAggregate));
+  info.reserved = static_cast<std::uint64_t>(stats_.current(kReservedBytes, kAggregate));
 
   std::ostringstream msg;
   msg << "CUDA out of memory. Tried to allocate " << format_size(info.alloc_size) << ". GPU "

@@ -183,6 +183,8 @@ class DeviceCachingAllocator {
   PrivatePool* routed_pool() const;
   PrivatePool& private_pool(std::uint32_t pool) const;  // throws for an unknown id
   void release_freeable_pools();
+  // Frees the size bins of destroyed streams once they hold no block.
+  void drop_dead_stream_bins();
   bool get_free_block(AllocParams& p);
   bool trigger_free_memory_callbacks(std::unique_lock<std::mutex>& lock);
   bool alloc_block(AllocParams& p, bool is_retry);
@@ -217,7 +219,7 @@ class DeviceCachingAllocator {
   std::unordered_map<DevicePtr, std::unique_ptr<Segment>> segments_;
   StreamEvents events_;
   std::unordered_set<StreamId> streams_;  // live streams created here (0 is always live)
-  DeviceStats stats_;
+  StatCounters stats_;
   bool fraction_set_ = false;
   double fraction_ = 1.0;
   std::size_t allowed_memory_maximum_ = 0;

@@ -5,20 +5,53 @@
 #include <utility>
 
 #include "block_pool.h"
+#include "debug.h"
 
 namespace cca {
 
-void DeviceStats::reset_peak() {
-  for (auto& kind : arrays) {
-    for (auto& s : kind) s.peak = s.current;
+DeviceStats StatCounters::view() const {
+  DeviceStats out;
+  for (int k = 0; k < kNumStatKinds; ++k) {
+    const Kind& kind = kinds_[k];
+    Stat& all = out.arrays[k][kAggregate];
+    for (int p = 0; p < 2; ++p) {
+      const PoolCounter& c = kind.pools[p];
+      Stat& s = out.arrays[k][p + 1];
+      s.current = c.current;
+      s.peak = c.peak;
+      s.allocated = c.allocated;
+      s.freed = c.allocated - c.current + freed_base_[k][p];
+      all.allocated += s.allocated;
+      all.freed += s.freed;
+    }
+    all.current = kind.all_current;
+    all.peak = kind.all_peak;
+  }
+  out.oversize_allocations = oversize_allocations;
+  out.oversize_segments = oversize_segments;
+  out.num_alloc_retries = num_alloc_retries;
+  out.num_ooms = num_ooms;
+  out.num_sync_all_streams = num_sync_all_streams;
+  out.num_device_alloc = num_device_alloc;
+  out.num_device_free = num_device_free;
+  return out;
+}
+
+void StatCounters::reset_peak() {
+  for (Kind& k : kinds_) {
+    for (PoolCounter& c : k.pools) c.peak = c.current;
+    k.all_peak = k.all_current;
   }
   oversize_allocations.peak = oversize_allocations.current;
   oversize_segments.peak = oversize_segments.current;
 }
 
-void DeviceStats::reset_accumulated() {
-  for (auto& kind : arrays) {
-    for (auto& s : kind) s.allocated = s.freed = 0;
+void StatCounters::reset_accumulated() {
+  for (int k = 0; k < kNumStatKinds; ++k) {
+    for (int p = 0; p < 2; ++p) {
+      kinds_[k].pools[p].allocated = 0;
+      freed_base_[k][p] = kinds_[k].pools[p].current;
+    }
   }
   oversize_allocations.allocated = oversize_allocations.freed = 0;
   oversize_segments.allocated = oversize_segments.freed = 0;
@@ -26,28 +59,34 @@ void DeviceStats::reset_accumulated() {
   num_device_alloc = num_device_free = 0;
 }
 
+void StatDelta::set_pool(const BlockPool* pool) {
+  const int p = pool->is_small ? kSmallPool : kLargePool;
+  if (CCA_DEBUG >= 1 && pool_ != -1 && pool_ != p) CCA_FAIL("one transition touched blocks of two pools");
+  pool_ = p;
+}
+
 void StatDelta::add_block(const Block& b, int sign) {
-  const int p = b.pool->is_small ? 0 : 1;
+  set_pool(b.pool);
   const auto size = static_cast<std::int64_t>(b.size);
   const bool expandable = b.expandable;
   // An expandable segment reserves only what is mapped: each mapped block counts its bytes
   // (and PyTorch counts no `segment` for it).
-  if (expandable && b.mapped) add(kReservedBytes, p, sign * size);
+  if (expandable && b.mapped) add(kReservedBytes, sign * size);
   switch (b.state) {
     case BlockState::kAllocated:
-      add(kAllocation, p, sign);
-      add(kAllocatedBytes, p, sign * size);
+      add(kAllocation, sign);
+      add(kAllocatedBytes, sign * size);
       if (b.counted_oversize) oversize_allocations_ += sign;
       [[fallthrough]];
     case BlockState::kPendingFree:
-      add(kActive, p, sign);
-      add(kActiveBytes, p, sign * size);
-      add(kRequestedBytes, p, sign * static_cast<std::int64_t>(b.requested_size));
+      add(kActive, sign);
+      add(kActiveBytes, sign * size);
+      add(kRequestedBytes, sign * static_cast<std::int64_t>(b.requested_size));
       break;
     case BlockState::kFree:
       if (b.is_split() && !expandable) {
-        add(kInactiveSplit, p, sign);
-        add(kInactiveSplitBytes, p, sign * size);
+        add(kInactiveSplit, sign);
+        add(kInactiveSplitBytes, sign * size);
       }
       break;
   }
@@ -55,20 +94,16 @@ void StatDelta::add_block(const Block& b, int sign) {
 
 void StatDelta::add_segment(const Segment& s, int sign) {
   if (s.expandable) return;  // counted through its mapped blocks
-  const int p = s.pool->is_small ? 0 : 1;
-  add(kSegment, p, sign);
-  add(kReservedBytes, p, sign * static_cast<std::int64_t>(s.size));
+  set_pool(s.pool);
+  add(kSegment, sign);
+  add(kReservedBytes, sign * static_cast<std::int64_t>(s.size));
   if (s.counted_oversize) oversize_segments_ += sign;
 }
 
-void StatDelta::apply_to(DeviceStats& stats) const {
-  for (std::uint32_t bits = touched_; bits != 0; bits &= bits - 1) {
-    const int k = __builtin_ctz(bits);
-    const std::int64_t small = d_[k][0];
-    const std::int64_t large = d_[k][1];
-    if (small != 0) stats.arrays[k][kSmallPool].apply(small);
-    if (large != 0) stats.arrays[k][kLargePool].apply(large);
-    if (small + large != 0) stats.arrays[k][kAggregate].apply(small + large);
+void StatDelta::apply_to(StatCounters& stats) const {
+  // Every kind, touched or not: straight-line code beats skipping the zeros.
+  if (pool_ >= 0) {
+    for (int k = 0; k < kNumStatKinds; ++k) stats.apply(k, pool_, d_[k]);
   }
   if (oversize_allocations_ != 0) stats.oversize_allocations.apply(oversize_allocations_);
   if (oversize_segments_ != 0) stats.oversize_segments.apply(oversize_segments_);

@@ -45,12 +45,17 @@ struct Stat {
     current -= n;
     freed += n;
   }
+  // increase(delta) or decrease(-delta), without branches: a pair alternates the sign.
   void apply(std::int64_t delta) {
-    if (delta > 0) increase(delta);
-    if (delta < 0) decrease(-delta);
+    current += delta;
+    peak = current > peak ? current : peak;
+    allocated += delta > 0 ? delta : 0;
+    freed += delta < 0 ? -delta : 0;
   }
 };
 
+// The stats as PyTorch reports them (memory_stats()): a value, built on demand from
+// StatCounters.
 struct DeviceStats {
   std::array<std::array<Stat, 3>, kNumStatKinds> arrays{};
   Stat oversize_allocations;
@@ -62,25 +67,69 @@ struct DeviceStats {
   std::int64_t num_device_free = 0;
 
   const Stat& get(StatKind k, StatPool p) const { return arrays[k][p]; }
-  void reset_peak();
-  void reset_accumulated();
 };
 
-// The net effect of one transition on the current values, per pool.
+// What a commit updates: per kind, each pool's current, peak and allocated, and the
+// aggregate's current and peak (one cache line). The rest of DeviceStats follows from
+// these: "all" allocated is the pools' sum (a transition touches one pool), and freed is
+// allocated - current + the current at the last reset_accumulated. So a commit does 5
+// stores per kind instead of PyTorch's 8.
+class StatCounters {
+ public:
+  void apply(int kind, int pool, std::int64_t delta) {
+    Kind& k = kinds_[kind];
+    PoolCounter& c = k.pools[pool - 1];
+    c.current += delta;
+    c.peak = c.current > c.peak ? c.current : c.peak;
+    c.allocated += delta > 0 ? delta : 0;
+    k.all_current += delta;
+    k.all_peak = k.all_current > k.all_peak ? k.all_current : k.all_peak;
+  }
+  std::int64_t current(StatKind kind, StatPool pool) const {
+    const Kind& k = kinds_[kind];
+    return pool == kAggregate ? k.all_current : k.pools[pool - 1].current;
+  }
+  DeviceStats view() const;
+  void reset_peak();
+  void reset_accumulated();
+
+  Stat oversize_allocations;
+  Stat oversize_segments;
+  std::int64_t num_alloc_retries = 0;
+  std::int64_t num_ooms = 0;
+  std::int64_t num_sync_all_streams = 0;
+  std::int64_t num_device_alloc = 0;
+  std::int64_t num_device_free = 0;
+
+ private:
+  struct PoolCounter {
+    std::int64_t current = 0;
+    std::int64_t peak = 0;
+    std::int64_t allocated = 0;
+  };
+  struct alignas(64) Kind {
+    PoolCounter pools[2];  // small, large
+    std::int64_t all_current = 0;
+    std::int64_t all_peak = 0;
+  };
+  std::array<Kind, kNumStatKinds> kinds_{};
+  std::array<std::array<std::int64_t, 2>, kNumStatKinds> freed_base_{};  // [kind][small, large]
+};
+
+// The net effect of one transition on the current values. A transition touches the blocks
+// of one segment, so of one pool: the delta is for that pool and for "all".
 class StatDelta {
  public:
   void add_block(const Block& b, int sign);
   void add_segment(const Segment& s, int sign);
-  void apply_to(DeviceStats& stats) const;
+  void apply_to(StatCounters& stats) const;
 
  private:
-  void add(int kind, int pool, std::int64_t v) {
-    d_[kind][pool] += v;
-    touched_ |= 1u << kind;
-  }
+  void set_pool(const BlockPool* pool);
+  void add(int kind, std::int64_t v) { d_[kind] += v; }
 
-  std::array<std::array<std::int64_t, 2>, kNumStatKinds> d_{};  // [kind][small, large]
-  std::uint32_t touched_ = 0;  // bit k set when kind k may be non-zero: commits skip the rest
+  std::int64_t d_[kNumStatKinds] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+  int pool_ = -1;  // the StatPool of the recorded blocks, -1 until one is recorded
   std::int64_t oversize_allocations_ = 0;
   std::int64_t oversize_segments_ = 0;
 };

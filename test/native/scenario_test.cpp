@@ -300,3 +300,40 @@ TEST(release_owner_frees_what_an_environment_allocated) {
   f.a().free(other);
   CHECK_VALID(f.a());
 }
+
+// The counters keep PyTorch's semantics after resets: allocated/freed count from the last
+// reset_accumulated (freed is derived, so check it by hand), peaks restart at current, and
+// "all" is the sum of the pools for allocated and freed.
+TEST(stat_counters_across_resets) {
+  Fixture f;
+  DevicePtr small = f.a().malloc(4096, 0);          // small pool
+  DevicePtr large = f.a().malloc(3 * MiB, 0);       // large pool
+  f.a().free(large);
+  f.a().reset_accumulated_stats();
+  DeviceStats s = f.a().stats();
+  CHECK_EQ(s.arrays[kAllocatedBytes][kSmallPool].allocated, std::int64_t{0});
+  CHECK_EQ(s.arrays[kAllocatedBytes][kSmallPool].freed, std::int64_t{0});
+  CHECK_EQ(s.arrays[kAllocatedBytes][kSmallPool].current, std::int64_t{4096});
+  CHECK_VALID(f.a());
+  DevicePtr again = f.a().malloc(3 * MiB, 0);
+  f.a().free(small);
+  s = f.a().stats();
+  CHECK_EQ(s.arrays[kAllocatedBytes][kLargePool].allocated, std::int64_t{3 * MiB});
+  CHECK_EQ(s.arrays[kAllocatedBytes][kLargePool].freed, std::int64_t{0});
+  CHECK_EQ(s.arrays[kAllocatedBytes][kSmallPool].allocated, std::int64_t{0});
+  CHECK_EQ(s.arrays[kAllocatedBytes][kSmallPool].freed, std::int64_t{4096});
+  CHECK_EQ(s.arrays[kAllocatedBytes][kAggregate].allocated, std::int64_t{3 * MiB});
+  CHECK_EQ(s.arrays[kAllocatedBytes][kAggregate].freed, std::int64_t{4096});
+  CHECK_EQ(s.arrays[kAllocatedBytes][kAggregate].current, std::int64_t{3 * MiB});
+  CHECK_EQ(s.arrays[kAllocatedBytes][kAggregate].peak, std::int64_t{3 * MiB + 4096});
+  f.a().reset_peak_stats();
+  s = f.a().stats();
+  CHECK_EQ(s.arrays[kAllocatedBytes][kAggregate].peak, std::int64_t{3 * MiB});
+  CHECK_EQ(s.arrays[kAllocatedBytes][kSmallPool].peak, std::int64_t{0});
+  f.a().free(again);
+  s = f.a().stats();
+  CHECK_EQ(s.arrays[kAllocatedBytes][kLargePool].freed, std::int64_t{3 * MiB});
+  CHECK_EQ(s.arrays[kAllocation][kAggregate].allocated, std::int64_t{1});
+  CHECK_EQ(s.arrays[kAllocation][kAggregate].freed, std::int64_t{2});
+  CHECK_VALID(f.a());
+}

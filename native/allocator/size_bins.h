@@ -1,0 +1,67 @@
+// The free blocks of one stream whose size is at most kMaxBinnedSize, in one bin per size
+// (sizes are multiples of kMinBlockSize), each bin a min-heap by address. Best fit is then
+// "the first non-empty bin at or above the request, its lowest address": two bitmap scans
+// and a heap pop, instead of a walk down a tree of every free block. This is the hot path
+// of a cached alloc+free pair; bigger blocks stay in BlockPool's ordered tree.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "block.h"
+#include "constants.h"
+
+namespace cca {
+
+class SizeBins {
+ public:
+  static constexpr std::size_t kNumBins = 4096;
+  static constexpr std::size_t kMaxBinnedSize = kNumBins * kMinBlockSize;  // 2 MiB: a whole small segment
+
+  static bool binned(std::size_t size) { return size <= kMaxBinnedSize; }
+
+  void insert(Block* block);
+  void erase(Block* block);
+  bool contains(const Block* block) const;
+  bool empty() const { return count_ == 0; }
+  std::size_t size() const { return count_; }
+
+  // The lowest-addressed block of the smallest size >= `size`, left in place; nullptr if
+  // every binned block is smaller.
+  Block* first_at_least(std::size_t size) const {
+    const std::size_t bin = first_nonempty_bin(bin_of(size));
+    return bin == kNumBins ? nullptr : bins_[bin][0].block;
+  }
+  // The block after `block` in (size, address) order, or nullptr past the last binned one.
+  Block* next_after(const Block* block) const;
+  // Appends every block, in no particular order.
+  void collect(std::vector<Block*>& out) const;
+
+ private:
+  struct HeapEntry {
+    DevicePtr ptr;
+    Block* block;
+  };
+  using Heap = std::vector<HeapEntry>;
+
+  static std::size_t bin_of(std::size_t size) { return size == 0 ? 0 : (size - 1) / kMinBlockSize; }
+  // The first bin at or above `bin` holding a block, or kNumBins.
+  std::size_t first_nonempty_bin(std::size_t bin) const;
+  void sift_up(Heap& heap, std::size_t i);
+  void sift_down(Heap& heap, std::size_t i);
+  void place(Heap& heap, std::size_t i, const HeapEntry& e) {
+    heap[i] = e;
+    e.block->bin_slot = static_cast<std::uint32_t>(i);
+  }
+
+  // Bit b of words_[b / 64] is set when bin b is non-empty; bit w of summary_ when
+  // words_[w] is non-zero.
+  std::uint64_t summary_ = 0;
+  std::array<std::uint64_t, kNumBins / 64> words_{};
+  std::array<Heap, kNumBins> bins_;
+  std::size_t count_ = 0;
+};
+
+}  // namespace cca
