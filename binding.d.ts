@@ -94,6 +94,10 @@ export interface NativeBinding {
   traceActionNames(): string[];
   /** How many clock converters were built (the fast snapshot path builds none). */
   clockBuilds(): number;
+  /** The trace clock's raw ticks now (annotations carry these). */
+  clockTicks(): number;
+  /** Unix microseconds of raw ticks, by the converter trace entries use. */
+  ticksToUnixUs(ticks: Float64Array): Float64Array;
 
   /** MemPools: ids n of (0, n). */
   poolCreate(device: number): number;

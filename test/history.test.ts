@@ -121,7 +121,38 @@ describe('_record_memory_history', () => {
     expect(a[0]!.device).toBe(0);
     expect(a[1]!.time_us).toBeGreaterThanOrEqual(a[0]!.time_us);
   });
+
+  it('stamps annotations with the trace clock, so markers and allocations interleave exactly', () => {
+    memory._record_memory_history({ enabled: 'all' });
+    for (let i = 0; i < 50; i++) {
+      cuda.alloc(100).free();
+      memory.annotate('step', () => cuda.alloc(200).free());
+    }
+    const s = memory._snapshot();
+    const events = [
+      ...s.device_traces[0]!.filter((e) => e.action === 'alloc').map((e) => ({ t: e.time_us, what: `alloc ${e.size}` })),
+      ...s.external_annotations!.map((x) => ({ t: x.time_us, what: x.stage })),
+    ];
+    // A stable sort by time must give back the program order: 100, START, 200, END, ...
+    const order = events.map((e, i) => ({ ...e, i }))
+      .sort((x, y) => x.t - y.t || rank(x.what) - rank(y.what)).map((e) => e.what);
+    expect(order).toEqual(Array.from({ length: 50 }, () => ['alloc 100', 'START', 'alloc 200', 'END']).flat());
+  });
+
+  it('disabling or clearing history drops the annotations with it', () => {
+    memory._record_memory_history({ enabled: 'all' });
+    memory.annotate('old', () => undefined);
+    memory._record_memory_history(null);
+    memory._record_memory_history({ enabled: 'all' });
+    expect(memory._snapshot().external_annotations).toEqual([]);
+    memory.annotate('kept', () => undefined);
+    memory._record_memory_history({ enabled: 'all', clearHistory: true });
+    expect(memory._snapshot().external_annotations).toEqual([]);
+  });
 });
+
+// Within one microsecond, program order: an alloc before a START before an alloc before an END.
+const rank = (what: string): number => ({ 'alloc 100': 0, START: 1, 'alloc 200': 2, END: 3 } as Record<string, number>)[what]!;
 
 describe('snapshots', () => {
   it('memory_snapshot matches the allocator, with PyTorch\'s fields and states', () => {
@@ -210,7 +241,8 @@ describe('expandable segments', () => {
     expect(memory.memory_stats()['segment.all.current']).toBe(0);
     expect(memory.memory_reserved()).toBe(40 * MiB);
     const data = new Uint8Array(2 * MiB).fill(9);
-    expect(b.copyFrom(data, 4 * MiB).copyTo(new Uint8Array(2 * MiB), 4 * MiB)).toEqual(data);
+    // Buffer.equals: vitest's deep equality walks 2M elements one by one (seconds).
+    expect(Buffer.from(b.copyFrom(data, 4 * MiB).copyTo(new Uint8Array(2 * MiB), 4 * MiB)).equals(data)).toBe(true);
     a.free();
     b.free();
     memory.empty_cache();

@@ -1,6 +1,7 @@
 // Text renderings of a snapshot for the CLI.
 import { humanBytes } from '../format.js';
 import type { DeviceSummary } from '../analysis/summary.js';
+import { topFrame } from '../analysis/frames.js';
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 
 const hex = (n: number | bigint | undefined): string => (n === undefined ? '-' : `0x${n.toString(16)}`);
@@ -57,11 +58,7 @@ export function renderTrace(snapshot: Snapshot, o: TraceOptions): string {
   const lines = [`device ${o.device}: ${traces.length} entries${o.skip || o.limit < traces.length ? ` (showing ${o.skip}..${Math.min(traces.length, o.skip + o.limit) - 1})` : ''}`];
   for (let i = o.skip; i < Math.min(traces.length, o.skip + o.limit); i++) {
     const e = traces[i]!;
-    // The first script frame: PyTorch's stacks open with C++ and CPython frames
-    // (`??:0`, `Objects/call.c`), ours with the JS caller.
-    const script = /\.(py|js|mjs|cjs|ts|mts)$/;
-    const top = e.frames?.find((f) => script.test(String(f.filename)) && f.line > 0) ??
-      e.frames?.find((f) => f.line > 0) ?? e.frames?.[0];
+    const top = topFrame(e.frames);
     const where = top ? `  ${top.name} ${top.filename}:${top.line}` : '';
     const addr = e.action === 'oom' ? `free ${humanBytes(e.device_free ?? 0)}` : hex(e.addr);
     const ms = typeof e.time_us === 'number' ? ((e.time_us - t0) / 1000).toFixed(3).padStart(10) : '         ?';

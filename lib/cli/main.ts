@@ -6,6 +6,10 @@ import { loadSnapshot } from '../snapshot/load.js';
 import { formatFor, writeSnapshotFile } from '../snapshot/dump.js';
 import { summarize } from '../analysis/summary.js';
 import { renderSegments, renderSnapshotSummary, renderTrace } from './format-snapshot.js';
+import { fragmentation } from '../analysis/fragmentation.js';
+import { diffSnapshots } from '../analysis/diff.js';
+import { findLeaks } from '../analysis/leaks.js';
+import { renderDiff, renderFragmentation, renderLeaks } from './format-analysis.js';
 
 const integer = (name: string, min: number) => (v: string): number => {
   const n = Number(v);
@@ -53,6 +57,48 @@ program
   .option('-s, --skip <n>', 'entries to skip', integer('--skip', 0), 0)
   .action((file: string, opts: { device: number; limit: number; skip: number }) => {
     process.stdout.write(renderTrace(loadSnapshot(file), opts));
+  });
+
+const json = (v: unknown): string => `${JSON.stringify(v, (_k, x) => (x === Infinity ? null : x), 2)}\n`;
+
+program
+  .command('frag')
+  .argument('<file>', 'a snapshot')
+  .description('fragmentation: largest free block, external fragmentation, what empty_cache() would return, per segment')
+  .option('-t, --top <n>', 'segments to show', integer('--top', 1), 10)
+  .option('--json', 'print the report as JSON')
+  .action((file: string, opts: { top: number; json?: boolean }) => {
+    const reports = fragmentation(loadSnapshot(file));
+    process.stdout.write(opts.json ? json(reports) : renderFragmentation(reports, opts.top));
+  });
+
+program
+  .command('diff')
+  .argument('<a>', 'the earlier snapshot')
+  .argument('<b>', 'the later snapshot')
+  .description('what changed from A to B: live memory per allocation stack and per tag, bytes per annotated region')
+  .option('-d, --device <n>', 'only this device', integer('--device', 0))
+  .option('--depth <n>', 'stack frames per group', integer('--depth', 1), 3)
+  .option('-t, --top <n>', 'rows per table', integer('--top', 1), 20)
+  .option('--json', 'print the diff as JSON')
+  .action((a: string, b: string, opts: { device?: number; depth: number; top: number; json?: boolean }) => {
+    const d = diffSnapshots(loadSnapshot(a), loadSnapshot(b), { depth: opts.depth, device: opts.device });
+    process.stdout.write(opts.json ? json(d) : renderDiff(a, b, d, opts.top));
+  });
+
+program
+  .command('leaks')
+  .argument('<file>', 'a snapshot with history')
+  .description('allocations that outlive the step that made them, grouped by stack (steps: an annotation\'s START markers)')
+  .option('-d, --device <n>', 'device', integer('--device', 0), 0)
+  .option('-m, --marker <name>', 'the annotation that marks steps (default: the most frequent one)')
+  .option('--min-steps <n>', 'step markers an allocation must outlive', integer('--min-steps', 1), 2)
+  .option('--depth <n>', 'stack frames per group', integer('--depth', 1), 3)
+  .option('-t, --top <n>', 'stacks to show', integer('--top', 1), 10)
+  .option('--json', 'print the report as JSON')
+  .action((file: string, opts: { device: number; marker?: string; minSteps: number; depth: number; top: number; json?: boolean }) => {
+    const r = findLeaks(loadSnapshot(file), { device: opts.device, marker: opts.marker, minSteps: opts.minSteps, depth: opts.depth });
+    process.stdout.write(opts.json ? json(r) : renderLeaks(r, opts.top, opts.minSteps));
   });
 
 program

@@ -1,16 +1,25 @@
 // Region markers for the timeline (external_annotations): START when a region opens, END
 // when it closes. Recorded while history is on, in a ring as long as the trace's.
+import { native } from '../native.js';
 import { runScoped } from '../scoped.js';
 import { capture } from './record.js';
 import { currentDevice } from '../device.js';
 import { checkString } from '../validate.js';
 import type { Annotation } from '../snapshot/types.js';
 
-let entries: Annotation[] = [];
+// Stamped with the trace clock's ticks and converted when read, by the converter the trace
+// entries use: a wall clock here would disagree with theirs by microseconds, enough to put
+// an allocation on the wrong side of a step marker.
+interface Marker {
+  device: number;
+  name: string;
+  stage: 'START' | 'END';
+  ticks: number;
+}
 
-const nowUs = (): number => Math.round((performance.timeOrigin + performance.now()) * 1000);
+let entries: Marker[] = [];
 
-function push(a: Annotation): void {
+function push(a: Marker): void {
   if (!capture.enabled) return;
   entries.push(a);
   const max = Math.max(1, capture.maxEntries);
@@ -33,14 +42,14 @@ export function annotate<T>(name: string, fn: () => T): T;
 export function annotate<T>(name: string, fn?: () => T): Region | T {
   checkString('name', name);
   const device = currentDevice();
-  push({ device, name, stage: 'START', time_us: nowUs() });
+  push({ device, name, stage: 'START', ticks: native.clockTicks() });
   let open = true;
   const region: Region = {
     name,
     end() {
       if (!open) return;
       open = false;
-      push({ device, name, stage: 'END', time_us: nowUs() });
+      push({ device, name, stage: 'END', ticks: native.clockTicks() });
     },
     [Symbol.dispose]() {
       this.end();
@@ -52,7 +61,9 @@ export function annotate<T>(name: string, fn?: () => T): Region | T {
 
 export function annotations(): Annotation[] {
   const max = Math.max(1, capture.maxEntries);
-  return entries.length > max ? entries.slice(entries.length - max) : entries.slice();
+  const kept = entries.length > max ? entries.slice(entries.length - max) : entries;
+  const us = native.ticksToUnixUs(Float64Array.from(kept, (m) => m.ticks));
+  return kept.map((m, i) => ({ device: m.device, name: m.name, stage: m.stage, time_us: us[i]! }));
 }
 
 export function clearAnnotations(): void {

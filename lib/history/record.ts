@@ -1,6 +1,7 @@
 // _record_memory_history: PyTorch's semantics (new and legacy signatures), plus stack
 // sampling. The state here tells cuda.alloc and DeviceBuffer.free what to capture.
 import { native } from '../native.js';
+import { clearAnnotations } from './annotations.js';
 import { ArgumentTypeError } from '../errors.js';
 import { checkInteger, checkOptions, describe, rangeError, typeError } from '../validate.js';
 import { stacks } from './stack-store.js';
@@ -102,6 +103,8 @@ function apply(enabled: boolean, level: number, maxEntries: number, skipMask: nu
   capture.every = Math.max(1, Math.round(1 / rate));
   capture.countdown = 1;
   capture.maxEntries = enabled ? maxEntries : 0;
+  // Annotations are part of the history: they go with it.
+  if (!enabled || clear) clearAnnotations();
   if (!enabled) stacks.compact();
 }
 

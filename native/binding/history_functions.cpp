@@ -128,6 +128,31 @@ Napi::Value ClockBuilds(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(process_clock().builds()));
 }
 
+// The trace clock's raw ticks now: annotations are stamped with it, so they order exactly
+// against trace entries.
+Napi::Value ClockTicks(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(clock_ticks()));
+}
+
+// Unix microseconds of raw ticks, by the converter the trace entries use.
+Napi::Value TicksToUnixUs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    if (info.Length() < 1 || !info[0].IsTypedArray() ||
+        info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array) {
+      throw InvalidArgumentError("Expected a Float64Array of ticks", "ERR_INVALID_ARG_TYPE");
+    }
+    Napi::Float64Array in = info[0].As<Napi::Float64Array>();
+    Napi::Float64Array out = Napi::Float64Array::New(env, in.ElementLength());
+    if (in.ElementLength() == 0) return out;
+    const TickConverter conv = process_clock().converter();
+    for (std::size_t i = 0; i < in.ElementLength(); ++i) {
+      out[i] = static_cast<double>(static_cast<std::int64_t>(conv.to_unix_us(static_cast<std::uint64_t>(in[i]))));
+    }
+    return out;
+  });
+}
+
 }  // namespace
 
 void register_history_functions(Napi::Env env, Napi::Object exports) {
@@ -136,6 +161,8 @@ void register_history_functions(Napi::Env env, Napi::Object exports) {
   exports.Set("referencedStacks", Napi::Function::New(env, ReferencedStacks, "referencedStacks"));
   exports.Set("traceActionNames", Napi::Function::New(env, TraceActionNames, "traceActionNames"));
   exports.Set("clockBuilds", Napi::Function::New(env, ClockBuilds, "clockBuilds"));
+  exports.Set("clockTicks", Napi::Function::New(env, ClockTicks, "clockTicks"));
+  exports.Set("ticksToUnixUs", Napi::Function::New(env, TicksToUnixUs, "ticksToUnixUs"));
 }
 
 }  // namespace cca::binding

@@ -1,0 +1,137 @@
+// Allocations that outlive the step that made them. Steps are the START markers of one
+// annotated region (e.g. `memory.annotate('step', ...)`, or record_function in PyTorch).
+// An allocation made in step i and still live after `minSteps` later step markers is a
+// survivor; survivors are grouped by allocation stack. A stack that leaves survivors in
+// two or more different steps grows with every step: the signature of a leak. One that
+// leaves them in a single step (optimizer state made in the first step, a cache filled
+// once) is reported too, but not flagged.
+import type { Frame, Snapshot, TraceEntry } from '../snapshot/types.js';
+import { InvalidArgumentError } from '../errors.js';
+import { regionWindows } from './diff.js';
+import { stackKey } from './frames.js';
+
+export interface LeakGroup {
+  key: string;
+  count: number;
+  bytes: number;
+  /** How many different steps left survivors from this stack. */
+  steps: number;
+  firstStep: number;
+  lastStep: number;
+  /** Survivors from two or more steps: grows as the workload runs. */
+  growing: boolean;
+  frames: Frame[];
+}
+
+export interface LeakReport {
+  device: number;
+  /** The annotation used as the step marker, or null when the history has none. */
+  marker: string | null;
+  steps: number;
+  survivors: { count: number; bytes: number };
+  groups: LeakGroup[];
+  /** Live blocks allocated before the history began: their step is unknown. */
+  olderThanHistory: { count: number; bytes: number };
+}
+
+export interface LeakOptions {
+  device?: number;
+  /** Annotation name marking steps; default: the name with the most START markers. */
+  marker?: string;
+  /** Step markers an allocation must outlive to count (default 2). */
+  minSteps?: number;
+  /** Frames per stack key (default 3). */
+  depth?: number;
+}
+
+/** The annotation name that starts most often on the device; on a tie the one that starts
+ *  first, which is the outer one when regions nest (a step around its forward pass). */
+export function defaultMarker(s: Snapshot, device: number): string | null {
+  const seen = new Map<string, { count: number; first: number }>();
+  for (const a of s.external_annotations ?? []) {
+    if (a.device !== device || a.stage !== 'START') continue;
+    const e = seen.get(a.name) ?? { count: 0, first: a.time_us };
+    e.count++;
+    e.first = Math.min(e.first, a.time_us);
+    seen.set(a.name, e);
+  }
+  const best = [...seen].filter(([, e]) => e.count >= 2)
+    .sort((x, y) => y[1].count - x[1].count || x[1].first - y[1].first || x[0].localeCompare(y[0]))[0];
+  return best ? best[0] : null;
+}
+
+export function findLeaks(s: Snapshot, options: LeakOptions = {}): LeakReport {
+  const device = options.device ?? 0;
+  const minSteps = options.minSteps ?? 2;
+  const depth = options.depth ?? 3;
+  const marker = options.marker ?? defaultMarker(s, device);
+  const starts = marker === null ? [] : (regionWindows(s.external_annotations ?? [], device).get(marker) ?? [])
+    .map(([from]) => from).sort((x, y) => x - y);
+  if (marker !== null && options.marker !== undefined && starts.length === 0) {
+    const names = [...new Set((s.external_annotations ?? []).map((a) => a.name))];
+    throw new InvalidArgumentError(`no annotation named '${marker}' on device ${device}` +
+      (names.length ? `; the snapshot has: ${names.join(', ')}` : '; the snapshot has no annotations: ' +
+        'mark steps with memory.annotate(name, fn) while history is recorded'), 'ERR_CCA_UNKNOWN_MARKER');
+  }
+  // Step of a time: how many markers started at or before it (binary search).
+  const stepOf = (t: number): number => {
+    let lo = 0;
+    let hi = starts.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (starts[mid]! <= t) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  const live = new Map<number, TraceEntry>();
+  const trace: TraceEntry[] = s.device_traces[device] ?? [];
+  for (const e of trace) {
+    if (e.addr === undefined) continue;
+    if (e.action === 'alloc') live.set(e.addr, e);
+    else if (e.action === 'free_requested') live.delete(e.addr);
+  }
+  const finalStep = starts.length;
+  // Without step markers nothing can be said about age: list every live allocation.
+  const needed = marker === null ? 0 : minSteps;
+  const groups = new Map<string, LeakGroup & { stepSet: Set<number> }>();
+  let count = 0;
+  let bytes = 0;
+  for (const e of live.values()) {
+    const step = stepOf(e.time_us);
+    if (finalStep - step < needed) continue;
+    count++;
+    bytes += e.size;
+    const frames = e.frames ?? [];
+    const key = stackKey(frames, depth);
+    const g = groups.get(key) ?? {
+      key, count: 0, bytes: 0, steps: 0, firstStep: step, lastStep: step, growing: false, frames, stepSet: new Set(),
+    };
+    g.count++;
+    g.bytes += e.size;
+    g.stepSet.add(step);
+    g.firstStep = Math.min(g.firstStep, step);
+    g.lastStep = Math.max(g.lastStep, step);
+    groups.set(key, g);
+  }
+  // Live blocks of the final state that no alloc in the history explains.
+  let olderCount = 0;
+  let olderBytes = 0;
+  for (const seg of s.segments) {
+    if (seg.device !== device) continue;
+    for (const b of seg.blocks) {
+      if (b.state === 'active_allocated' && !live.has(b.address)) {
+        olderCount++;
+        olderBytes += b.size;
+      }
+    }
+  }
+  const out: LeakGroup[] = [...groups.values()].map(({ stepSet, ...g }) => ({
+    ...g, steps: stepSet.size, growing: stepSet.size >= 2,
+  }));
+  out.sort((x, y) => Number(y.growing) - Number(x.growing) || y.bytes - x.bytes || x.key.localeCompare(y.key));
+  return {
+    device, marker, steps: finalStep, survivors: { count, bytes }, groups: out,
+    olderThanHistory: { count: olderCount, bytes: olderBytes },
+  };
+}

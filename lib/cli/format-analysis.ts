@@ -1,0 +1,91 @@
+// Text renderings of the analyses (frag, diff, leaks) for the CLI.
+import { humanBytes } from '../format.js';
+import type { FragmentationReport } from '../analysis/fragmentation.js';
+import type { GroupDelta, SnapshotDiff } from '../analysis/diff.js';
+import type { LeakReport } from '../analysis/leaks.js';
+
+const hex = (n: number): string => `0x${n.toString(16)}`;
+const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+const signed = (n: number): string => (n > 0 ? `+${humanBytes(n)}` : n < 0 ? `-${humanBytes(-n)}` : '0');
+
+export function renderFragmentation(reports: FragmentationReport[], top: number): string {
+  const out: string[] = [];
+  if (reports.length === 0) out.push('no segments: nothing is reserved');
+  for (const r of reports) {
+    out.push(`device ${r.device}: ${humanBytes(r.reserved)} reserved, ${humanBytes(r.allocated)} allocated, ` +
+      `${humanBytes(r.free)} free in the cache`);
+    out.push(`  largest free block   ${humanBytes(r.largestFree).padStart(11)}   a bigger request needs a new segment`);
+    out.push(`  external frag.       ${pct(r.external).padStart(11)}   1 - largest free / free (0% = the free memory is one block)`);
+    out.push(`  releasable           ${humanBytes(r.releasable).padStart(11)}   free in segments with no live block: empty_cache() returns it`);
+    out.push(`  stranded             ${humanBytes(r.stranded).padStart(11)}   free in segments that still hold live blocks: kept until they are freed`);
+    out.push(`  rounding             ${humanBytes(r.rounding).padStart(11)}   allocated beyond what callers asked for`);
+    for (const [name, p] of [['small', r.pools.small], ['large', r.pools.large]] as const) {
+      out.push(`  ${name} pool: ${humanBytes(p.reserved)} reserved, ${humanBytes(p.free)} free, ` +
+        `largest ${humanBytes(p.largestFree)}, external ${pct(p.external)}`);
+    }
+    if (r.segments.length > 0) {
+      const shown = r.segments.slice(0, top);
+      out.push(`  segments with free memory (${shown.length} of ${r.segments.length}, most free first; # allocated, ~ pending free, . free):`);
+      for (const s of shown) {
+        out.push(`    ${hex(s.address).padEnd(16)} ${s.segmentType.padEnd(5)} ${humanBytes(s.total).padStart(10)} ` +
+          `free ${humanBytes(s.free).padStart(10)} in ${String(s.freeBlocks).padStart(3)} blocks ` +
+          `largest ${humanBytes(s.largestFree).padStart(10)}${s.releasable ? ' releasable' : ''}`);
+        out.push(`      [${s.map}]`);
+      }
+    }
+  }
+  return `${out.join('\n')}\n`;
+}
+
+function groupRows(title: string, rows: GroupDelta[], top: number): string[] {
+  if (rows.length === 0) return [`${title}: no change`];
+  const out = [`${title} (${Math.min(top, rows.length)} of ${rows.length} changed, largest change first):`];
+  for (const g of rows.slice(0, top)) {
+    out.push(`  ${signed(g.deltaBytes).padStart(12)}  ${String(g.countA).padStart(5)} -> ${String(g.countB).padEnd(5)} ` +
+      `${humanBytes(g.bytesA).padStart(10)} -> ${humanBytes(g.bytesB).padEnd(10)}  ${g.key}`);
+  }
+  return out;
+}
+
+export function renderDiff(a: string, b: string, d: SnapshotDiff, top: number): string {
+  const out = [
+    `A: ${a}`,
+    `B: ${b}`,
+    `reserved  ${humanBytes(d.reservedA).padStart(11)} -> ${humanBytes(d.reservedB).padEnd(11)} (${signed(d.reservedB - d.reservedA)})`,
+    `allocated ${humanBytes(d.allocatedA).padStart(11)} -> ${humanBytes(d.allocatedB).padEnd(11)} (${signed(d.allocatedB - d.allocatedA)})`,
+    '',
+    ...groupRows('live memory by allocation stack', d.byStack, top),
+    '',
+    ...groupRows('live memory by tag', d.byTag, top),
+  ];
+  if (d.byRegion.length > 0) {
+    out.push('', 'annotated regions (bytes allocated / freed inside them, net change B - A):');
+    for (const r of d.byRegion.slice(0, top)) {
+      out.push(`  ${signed(r.deltaNet).padStart(12)}  ${r.name}: A ${r.a.runs} runs, +${humanBytes(r.a.allocated)} ` +
+        `-${humanBytes(r.a.freed)}; B ${r.b.runs} runs, +${humanBytes(r.b.allocated)} -${humanBytes(r.b.freed)}`);
+    }
+  }
+  return `${out.join('\n')}\n`;
+}
+
+export function renderLeaks(r: LeakReport, top: number, minSteps: number): string {
+  const out: string[] = [];
+  if (r.marker === null) {
+    out.push(`device ${r.device}: no step markers in the history, so every allocation it made that is still ` +
+      'live is listed (mark steps with memory.annotate(\'step\', fn) to find what outlives them)');
+  } else {
+    out.push(`device ${r.device}: ${r.steps} steps marked by '${r.marker}'; allocations still live ` +
+      `${minSteps} or more steps after the step that made them:`);
+  }
+  out.push(`  ${r.survivors.count} allocations, ${humanBytes(r.survivors.bytes)}; ` +
+    `${r.olderThanHistory.count} live blocks (${humanBytes(r.olderThanHistory.bytes)}) are older than the history`);
+  if (r.groups.length === 0) out.push('  nothing outlives its step');
+  for (const g of r.groups.slice(0, top)) {
+    const flag = g.growing ? 'GROWS' : 'once ';
+    const steps = r.marker === null ? '' : g.steps > 1 ? ` from ${g.steps} steps (${g.firstStep}..${g.lastStep})` : ` from step ${g.firstStep}`;
+    out.push(`  ${flag} ${humanBytes(g.bytes).padStart(10)} in ${String(g.count).padStart(4)} allocations${steps}`);
+    out.push(`        ${g.key}`);
+  }
+  if (r.groups.length > top) out.push(`  ... ${r.groups.length - top} more stacks (--top to show them)`);
+  return `${out.join('\n')}\n`;
+}

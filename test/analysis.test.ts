@@ -1,0 +1,202 @@
+// frag, diff and leaks: on PyTorch's fixture (numbers checked against the blocks) and on
+// histories recorded here with a known leak, a one-time allocation and annotated steps.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { type DeviceBuffer, cuda, loadSnapshot, memory } from '../lib/index.js';
+import { fragmentation, blockMap } from '../lib/analysis/fragmentation.js';
+import { diffSnapshots, regionWindows } from '../lib/analysis/diff.js';
+import { findLeaks } from '../lib/analysis/leaks.js';
+import { summarize } from '../lib/analysis/summary.js';
+import type { Snapshot } from '../lib/snapshot/types.js';
+import { writeSnapshotFile } from '../lib/snapshot/dump.js';
+import { KiB, MiB, freshSim } from './helpers.js';
+
+const FIXTURE = fileURLToPath(new URL('../../shared/fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
+const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'cca-analysis-'));
+
+beforeEach(() => {
+  freshSim();
+  memory._record_memory_history(null);
+});
+
+describe.skipIf(!existsSync(FIXTURE))('frag on PyTorch\'s fixture', () => {
+  it('accounts for every free byte', () => {
+    const snap = loadSnapshot(FIXTURE);
+    const [r] = fragmentation(snap);
+    let free = 0;
+    let largest = 0;
+    let releasable = 0;
+    for (const s of snap.segments) {
+      const inactive = s.blocks.filter((b) => b.state === 'inactive');
+      const bytes = inactive.reduce((n, b) => n + b.size, 0);
+      free += bytes;
+      largest = Math.max(largest, ...inactive.map((b) => b.size));
+      if (inactive.length === s.blocks.length) releasable += bytes;
+    }
+    expect(r!.reserved).toBe(589299712);
+    expect(r!.allocated).toBe(225240576);
+    expect(r!.free).toBe(free);
+    expect(r!.free).toBe(r!.reserved - snap.segments.flatMap((s) => s.blocks).filter((b) => b.state !== 'inactive')
+      .reduce((n, b) => n + b.size, 0));
+    expect(r!.largestFree).toBe(largest);
+    expect(r!.largestFree).toBe(summarize(snap)[0]!.largestFreeBlock);
+    expect(r!.releasable).toBe(releasable);
+    expect(r!.releasable + r!.stranded).toBe(r!.free);
+    expect(r!.pools.small.reserved + r!.pools.large.reserved).toBe(r!.reserved);
+    expect(r!.external).toBeCloseTo(1 - largest / free, 12);
+    expect(r!.segments.map((s) => s.free)).toEqual([...r!.segments.map((s) => s.free)].sort((a, b) => b - a));
+  });
+});
+
+describe('blockMap', () => {
+  it('draws allocated, pending and free by the bytes that cover each cell', () => {
+    const seg = {
+      address: 0, total_size: 8 * KiB,
+      blocks: [
+        { address: 0, size: 2 * KiB, state: 'active_allocated' },
+        { address: 2 * KiB, size: 1 * KiB, state: 'active_pending_free' },
+        { address: 3 * KiB, size: 5 * KiB, state: 'inactive' },
+      ],
+    } as unknown as Snapshot['segments'][number];
+    expect(blockMap(seg, 8)).toBe('##~.....');
+    expect(blockMap(seg, 4)).toBe('#~..');
+  });
+});
+
+/** Five annotated steps: each allocates a temporary (freed), leaks 64 KiB from one helper,
+ *  and the first also makes a 2 MiB buffer kept for good (optimizer-state style). */
+function recordSteps(steps: number, snapshotsAfter: number[]): Snapshot[] {
+  memory._record_memory_history({ enabled: 'all', context: 'all', maxEntries: 100_000 });
+  const kept: DeviceBuffer[] = [];
+  const leakOne = () => kept.push(cuda.alloc(64 * KiB, { tag: 'cache' }));
+  const state = (): DeviceBuffer => cuda.alloc(2 * MiB, { tag: 'state' });
+  const out: Snapshot[] = [];
+  for (let step = 1; step <= steps; step++) {
+    memory.annotate('step', () => {
+      const tmp = cuda.alloc(3 * MiB, { tag: 'activations' });
+      leakOne();
+      if (step === 1) kept.push(state());
+      memory.annotate('forward', () => cuda.alloc(KiB).free());
+      tmp.free();
+    });
+    if (snapshotsAfter.includes(step)) out.push(memory._snapshot());
+  }
+  return out;
+}
+
+describe('leaks', () => {
+  it('flags the stack that leaves an allocation behind every step, not the one-time state', () => {
+    const [snap] = recordSteps(5, [5]);
+    const r = findLeaks(snap!);
+    expect(r.marker).toBe('step');  // 'forward' also starts 5 times, but inside each step
+    expect(r.steps).toBe(5);
+    // Survivors of 2+ later markers: made in steps 1..3.
+    const grows = r.groups.filter((g) => g.growing);
+    expect(grows).toHaveLength(1);
+    expect(grows[0]).toMatchObject({ count: 3, bytes: 3 * 64 * KiB, steps: 3, firstStep: 1, lastStep: 3 });
+    expect(grows[0]!.key).toContain('leakOne');
+    const once = r.groups.filter((g) => !g.growing);
+    expect(once).toHaveLength(1);
+    expect(once[0]).toMatchObject({ count: 1, bytes: 2 * MiB, steps: 1, firstStep: 1 });
+    expect(once[0]!.key).toContain('state');
+    expect(r.survivors).toEqual({ count: 4, bytes: 3 * 64 * KiB + 2 * MiB });
+    expect(r.olderThanHistory.count).toBe(0);
+    // Stricter: only what outlived 4 markers (step 1's).
+    const strict = findLeaks(snap!, { minSteps: 4 });
+    expect(strict.survivors.count).toBe(2);
+    expect(strict.groups.every((g) => !g.growing)).toBe(true);
+  });
+
+  it('an unknown marker names the ones present', () => {
+    const [snap] = recordSteps(2, [2]);
+    expect(() => findLeaks(snap!, { marker: 'epoch' })).toThrow(/no annotation named 'epoch'.*step/);
+    try {
+      findLeaks(snap!, { marker: 'epoch' });
+    } catch (e) {
+      expect((e as { code?: string }).code).toBe('ERR_CCA_UNKNOWN_MARKER');
+    }
+  });
+
+  it('without markers it lists what the history allocated and is still live', () => {
+    memory._record_memory_history({ enabled: 'all', context: 'all' });
+    const old = cuda.alloc(KiB);
+    old.free();
+    const live = cuda.alloc(5 * KiB);
+    const r = findLeaks(memory._snapshot());
+    expect(r.marker).toBeNull();
+    expect(r.survivors).toEqual({ count: 1, bytes: live.size });
+  });
+});
+
+describe('diff', () => {
+  it('shows the growth per stack, per tag and per region between two points of a run', () => {
+    const [a, b] = recordSteps(5, [2, 5]);
+    const d = diffSnapshots(a!, b!);
+    expect(d.allocatedB - d.allocatedA).toBe(3 * 64 * KiB);
+    expect(d.byStack).toHaveLength(1);
+    expect(d.byStack[0]).toMatchObject({ countA: 2, countB: 5, deltaCount: 3, deltaBytes: 3 * 64 * KiB });
+    expect(d.byStack[0]!.key).toContain('leakOne');
+    expect(d.byTag).toEqual([{ key: 'cache', countA: 2, bytesA: 128 * KiB, countB: 5, bytesB: 320 * KiB, deltaCount: 3, deltaBytes: 192 * KiB }]);
+    const step = d.byRegion.find((r) => r.name === 'step')!;
+    expect(step.a.runs).toBe(2);
+    expect(step.b.runs).toBe(5);
+    // Per step: 3 MiB + 64 KiB + 1 KiB allocated (2 MiB more in step 1); 3 MiB + 1 KiB freed.
+    const perStep = 3 * MiB + 64 * KiB + 1024;
+    expect(step.b.allocated).toBe(5 * perStep + 2 * MiB);
+    expect(step.b.freed).toBe(5 * (3 * MiB + 1024));
+    expect(step.deltaNet).toBe(3 * 64 * KiB);
+    const forward = d.byRegion.find((r) => r.name === 'forward')!;
+    expect(forward.b).toEqual({ runs: 5, allocated: 5 * 1024, freed: 5 * 1024 });
+    expect(forward.deltaNet).toBe(0);
+  });
+
+  it('pairs START and END per name, nested or open', () => {
+    const w = regionWindows([
+      { device: 0, name: 'a', stage: 'START', time_us: 1 },
+      { device: 0, name: 'a', stage: 'START', time_us: 2 },
+      { device: 0, name: 'a', stage: 'END', time_us: 3 },
+      { device: 0, name: 'a', stage: 'END', time_us: 4 },
+      { device: 1, name: 'a', stage: 'START', time_us: 5 },
+      { device: 0, name: 'b', stage: 'END', time_us: 6 },
+      { device: 0, name: 'c', stage: 'START', time_us: 7 },
+    ], 0);
+    expect(w.get('a')).toEqual([[2, 3], [1, 4]]);
+    expect(w.has('b')).toBe(false);
+    expect(w.get('c')).toEqual([[7, Infinity]]);
+  });
+});
+
+describe('cca frag / diff / leaks', () => {
+  const cca = (...args: string[]) => execFileSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
+
+  it('run on dumped files, as text and as JSON', () => {
+    const [a, b] = recordSteps(5, [2, 5]);
+    const fa = join(dir, 'a.pickle');
+    const fb = join(dir, 'b.json');
+    writeSnapshotFile(a!, fa, 'pickle');
+    writeSnapshotFile(b!, fb, 'json');
+    expect(cca('leaks', fb)).toMatch(/GROWS\s+192\.00 KiB in\s+3 allocations from 3 steps \(1\.\.3\)/);
+    expect(JSON.parse(cca('leaks', fb, '--json', '--min-steps', '4')).survivors.count).toBe(2);
+    const diff = cca('diff', fa, fb);
+    expect(diff).toMatch(/allocated .* \(\+192\.00 KiB\)/);
+    expect(diff).toContain('leakOne');
+    expect(JSON.parse(cca('diff', fa, fb, '--json')).byTag[0].key).toBe('cache');
+    const frag = cca('frag', fb);
+    expect(frag).toMatch(/largest free block/);
+    expect(JSON.parse(cca('frag', fb, '--json'))[0].reserved).toBe(b!.segments.reduce((n, s) => n + s.total_size, 0));
+  });
+
+  it('a bad marker is a one-line error with its code', () => {
+    const [snap] = recordSteps(2, [2]);
+    const f = join(dir, 's.pickle');
+    writeSnapshotFile(snap!, f, 'pickle');
+    const r = spawnSync(process.execPath, [CLI, 'leaks', f, '--marker', 'epoch'], { encoding: 'utf8' });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^cca: no annotation named 'epoch'.*\(ERR_CCA_UNKNOWN_MARKER\)\n$/);
+  });
+});
