@@ -1,6 +1,7 @@
 // The package entry: re-exports only.
 export * as memory from './memory.js';
 export * as cuda from './cuda.js';
+export * as analysis from './analysis/index.js';
 export { DeviceBuffer } from './device-buffer.js';
 export { MemPool, use_mem_pool } from './mem-pool.js';
 export { Stream, defaultStream } from './stream.js';

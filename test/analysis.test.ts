@@ -6,10 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { type DeviceBuffer, cuda, loadSnapshot, memory } from '../lib/index.js';
+import { type DeviceBuffer, Stream, cuda, loadSnapshot, memory } from '../lib/index.js';
 import { fragmentation, blockMap } from '../lib/analysis/fragmentation.js';
 import { diffSnapshots, regionWindows } from '../lib/analysis/diff.js';
 import { findLeaks } from '../lib/analysis/leaks.js';
+import { replayOnSim } from '../lib/analysis/replay.js';
 import { summarize } from '../lib/analysis/summary.js';
 import type { Snapshot } from '../lib/snapshot/types.js';
 import { writeSnapshotFile } from '../lib/snapshot/dump.js';
@@ -198,5 +199,85 @@ describe('cca frag / diff / leaks', () => {
     const r = spawnSync(process.execPath, [CLI, 'leaks', f, '--marker', 'epoch'], { encoding: 'utf8' });
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/^cca: no annotation named 'epoch'.*\(ERR_CCA_UNKNOWN_MARKER\)\n$/);
+  });
+});
+
+describe('replay', () => {
+  /** A workload with two streams, splits, merges, large and oversize-ish requests. */
+  function workload(): Snapshot {
+    const side = Stream.create();
+    const keep: DeviceBuffer[] = [];
+    for (let i = 0; i < 40; i++) {
+      const a = cuda.alloc(1000 + 37 * i);
+      const b = cuda.alloc((1 + (i % 7)) * MiB + 512 * i, { stream: i % 3 === 0 ? side : undefined });
+      const c = cuda.alloc(12 * MiB + 4096 * i);
+      if (i % 4 === 0) keep.push(a);
+      else a.free();
+      b.free();
+      if (i % 5 === 0) keep.push(c);
+      else c.free();
+    }
+    const snap = memory._snapshot();
+    for (const b of keep) b.free();
+    side.destroy();
+    return snap;
+  }
+
+  for (const settings of ['', 'expandable_segments:True']) {
+    it(`reproduces our own recording exactly (${settings || 'default settings'})`, () => {
+      memory._set_allocator_settings(settings);
+      memory._record_memory_history({ enabled: 'all', context: null, maxEntries: 100_000 });
+      const snap = workload();
+      memory._record_memory_history(null);
+      memory._set_allocator_settings('');
+      const r = replayOnSim(snap);
+      expect(r.settings).toBe(settings);
+      expect(r.initialLive.count).toBe(0);
+      expect(r.unknownFrees).toBe(0);
+      expect(r.allocs).toBe(120);
+      expect(r.recorded.segmentGrowths).toBeGreaterThan(3);
+      expect(r.ours).toEqual(r.recorded);
+      expect(r.firstDivergence).toBeNull();
+      expect(r.oom).toBeNull();
+      expect(memory.check_invariants()).toBeNull();
+    });
+  }
+
+  it('infers the live set of a history that began on a warm cache, and stops at an OOM', () => {
+    const warm = cuda.alloc(5 * MiB);
+    const old = cuda.alloc(3000);
+    memory._record_memory_history({ enabled: 'all', context: null });
+    old.free();                       // freed in the history, allocated before it
+    const fresh = cuda.alloc(64 * MiB);
+    const snap = memory._snapshot();
+    memory._record_memory_history(null);
+    warm.free();
+    fresh.free();
+    const r = replayOnSim(snap, { capacityBytes: 40 * MiB });
+    expect(r.initialLive).toEqual({ count: 2, bytes: 5 * MiB + 3000 });
+    expect(r.oom).toMatchObject({ index: 3, size: 64 * MiB });
+    expect(r.oom!.message).toContain('Tried to allocate 64.00 MiB');
+  });
+
+  it('refuses to replace a runtime that still holds memory', () => {
+    const held = cuda.alloc(4096);
+    expect(() => replayOnSim({ segments: [], device_traces: [[]] })).toThrow(/device 0 still has 4096 bytes allocated/);
+    expect(held.ptr).toBeGreaterThan(0);
+    expect(memory.memory_allocated()).toBe(4096);
+    held.free();
+  });
+
+  it.skipIf(!existsSync(FIXTURE))('replays PyTorch\'s fixture from its inferred starting state', () => {
+    const r = replayOnSim(loadSnapshot(FIXTURE));
+    expect(r.entries).toBe(6111);
+    expect(r.allocs).toBe(2037);
+    expect(r.frees).toBe(2037);
+    expect(r.unknownFrees).toBe(0);
+    expect(r.initialLive.count).toBe(486);
+    expect(r.recorded).toMatchObject({ startReserved: 589299712, peakReserved: 589299712, segmentGrowths: 0 });
+    expect(r.ours.peakReserved).toBeGreaterThanOrEqual(r.ours.startReserved);
+    const text = execFileSync(process.execPath, [CLI, 'replay', FIXTURE], { encoding: 'utf8' });
+    expect(text).toContain('486 allocations');
+    expect(text).toContain('history began on a warm cache');
   });
 });

@@ -3,6 +3,7 @@ import { humanBytes } from '../format.js';
 import type { FragmentationReport } from '../analysis/fragmentation.js';
 import type { GroupDelta, SnapshotDiff } from '../analysis/diff.js';
 import type { LeakReport } from '../analysis/leaks.js';
+import type { ReplayReport } from '../analysis/replay.js';
 
 const hex = (n: number): string => `0x${n.toString(16)}`;
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
@@ -87,5 +88,38 @@ export function renderLeaks(r: LeakReport, top: number, minSteps: number): strin
     out.push(`        ${g.key}`);
   }
   if (r.groups.length > top) out.push(`  ... ${r.groups.length - top} more stacks (--top to show them)`);
+  return `${out.join('\n')}\n`;
+}
+
+export function renderReplay(file: string, r: ReplayReport): string {
+  const side = (label: string, x: ReplayReport['recorded']) =>
+    `  ${label.padEnd(9)} start ${humanBytes(x.startReserved).padStart(11)}  peak ${humanBytes(x.peakReserved).padStart(11)}  ` +
+    `end ${humanBytes(x.endReserved).padStart(11)}  segments +${x.segmentGrowths} -${x.segmentShrinks}`;
+  const out = [
+    `${file}: device ${r.device}, ${r.entries} entries replayed on a simulated ${humanBytes(r.capacityBytes)} device ` +
+      `with settings '${r.settings || '(defaults)'}'`,
+    `  ${r.allocs} allocs, ${r.frees} frees; ${r.initialLive.count} allocations (${humanBytes(r.initialLive.bytes)}) ` +
+      'were live when the history began and were allocated first',
+    'reserved memory:',
+    side('recorded', r.recorded),
+    side('ours', r.ours),
+  ];
+  const growth = (x: ReplayReport['recorded']) => x.peakReserved - x.startReserved;
+  const d = growth(r.ours) - growth(r.recorded);
+  out.push(`  growth from the start to the peak: recorded ${humanBytes(growth(r.recorded))}, ours ${humanBytes(growth(r.ours))}` +
+    (d === 0 ? ' (the same)' : ` (ours ${signed(d)})`));
+  if (r.firstDivergence === null) {
+    out.push('  reserved memory grew and shrank exactly as recorded');
+  } else {
+    const f = r.firstDivergence;
+    out.push(`  first difference at entry ${f.index} (${f.action}): recorded growth ${signed(f.recordedGrowth)}, ours ${signed(f.ourGrowth)}`);
+  }
+  if (r.recorded.segmentGrowths === 0 && r.initialLive.count > 0) {
+    out.push('  note: the recording has no segment events (history began on a warm cache), so its segments were ' +
+      'laid out by allocations before the history; ours start from the live set alone');
+  }
+  if (r.unknownFrees > 0) out.push(`  ${r.unknownFrees} frees of addresses nothing explains were skipped`);
+  if (r.poolAllocs > 0) out.push(`  ${r.poolAllocs} allocations of private pools (MemPools) went to the default pools`);
+  if (r.oom) out.push(`  OUT OF MEMORY at entry ${r.oom.index} (alloc of ${humanBytes(r.oom.size)}): ${r.oom.message.split('\n')[0]}`);
   return `${out.join('\n')}\n`;
 }

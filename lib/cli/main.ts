@@ -9,7 +9,9 @@ import { renderSegments, renderSnapshotSummary, renderTrace } from './format-sna
 import { fragmentation } from '../analysis/fragmentation.js';
 import { diffSnapshots } from '../analysis/diff.js';
 import { findLeaks } from '../analysis/leaks.js';
-import { renderDiff, renderFragmentation, renderLeaks } from './format-analysis.js';
+import { replayOnSim } from '../analysis/replay.js';
+import { renderDiff, renderFragmentation, renderLeaks, renderReplay } from './format-analysis.js';
+import cliProgress from 'cli-progress';
 
 const integer = (name: string, min: number) => (v: string): number => {
   const n = Number(v);
@@ -99,6 +101,35 @@ program
   .action((file: string, opts: { device: number; marker?: string; minSteps: number; depth: number; top: number; json?: boolean }) => {
     const r = findLeaks(loadSnapshot(file), { device: opts.device, marker: opts.marker, minSteps: opts.minSteps, depth: opts.depth });
     process.stdout.write(opts.json ? json(r) : renderLeaks(r, opts.top, opts.minSteps));
+  });
+
+program
+  .command('replay')
+  .argument('<file>', 'a snapshot with history')
+  .description('run the recorded history through our allocator on a simulated device; compare reserved memory and segment events')
+  .option('-d, --device <n>', 'the recorded device to replay', integer('--device', 0), 0)
+  .option('--capacity-mb <n>', 'simulated device memory in MiB (default 256 GiB: only the policy limits growth)', integer('--capacity-mb', 1))
+  .option('--settings <conf>', 'allocator settings, PYTORCH_CUDA_ALLOC_CONF syntax (default: the snapshot\'s)')
+  .option('--json', 'print the report as JSON')
+  .action((file: string, opts: { device: number; capacityMb?: number; settings?: string; json?: boolean }) => {
+    const snap = loadSnapshot(file);
+    const entries = snap.device_traces[opts.device]?.length ?? 0;
+    const bar = process.stderr.isTTY && entries >= 50_000
+      ? new cliProgress.SingleBar({ format: 'replaying [{bar}] {value}/{total} entries', stream: process.stderr }, cliProgress.Presets.shades_classic)
+      : undefined;
+    bar?.start(entries, 0);
+    let r;
+    try {
+      r = replayOnSim(snap, {
+        device: opts.device,
+        capacityBytes: opts.capacityMb === undefined ? undefined : opts.capacityMb * 2 ** 20,
+        settings: opts.settings,
+        onProgress: bar ? (done) => bar.update(done) : undefined,
+      });
+    } finally {
+      bar?.stop();
+    }
+    process.stdout.write(opts.json ? json(r) : renderReplay(file, r));
   });
 
 program

@@ -10,7 +10,11 @@ namespace {
 // Each device gets its own 1 TiB window of fake addresses, far from anything a host
 // pointer could be, so a host pointer passed as a device pointer is always foreign.
 constexpr DevicePtr kAddressBase = 0x7f0000000000ull;
-constexpr DevicePtr kAddressWindow = 0x10000000000ull;  // 1 TiB
+// 16 TiB of addresses per device for at most 1 TiB of memory: an expandable segment
+// reserves 9/8 of the device's memory per (stream, pool), as on a real GPU. 64 devices
+// end below 2^53, so pointers stay exact as JS numbers.
+constexpr DevicePtr kAddressWindow = 0x100000000000ull;
+constexpr std::size_t kMaxCapacity = std::size_t{1} << 40;
 // cudaMalloc returns 512-byte aligned memory at least; segments are 2 MiB multiples anyway.
 constexpr std::size_t kSimAlignment = 512;
 
@@ -21,7 +25,7 @@ SimDevice::SimDevice(int index, std::size_t capacity_bytes)
     : index_(index),
       capacity_(capacity_bytes),
       base_(kAddressBase + static_cast<DevicePtr>(index) * kAddressWindow) {
-  if (capacity_bytes == 0 || capacity_bytes > kAddressWindow) {
+  if (capacity_bytes == 0 || capacity_bytes > kMaxCapacity) {
     throw std::invalid_argument("simulated capacity must be between 1 byte and 1 TiB");
   }
   free_ranges_.emplace(base_, kAddressWindow);

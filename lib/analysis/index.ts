@@ -1,0 +1,13 @@
+// Analyses of snapshots (ours or PyTorch's): what the CLI's summary, frag, diff, leaks and
+// replay print, as data.
+export { summarize, type DeviceSummary } from './summary.js';
+export {
+  fragmentation, blockMap, type FragmentationReport, type PoolFragmentation, type SegmentFragmentation,
+} from './fragmentation.js';
+export {
+  diffSnapshots, regionTotals, regionWindows, type DiffOptions, type GroupDelta, type RegionDelta, type RegionTotals,
+  type SnapshotDiff,
+} from './diff.js';
+export { findLeaks, defaultMarker, type LeakGroup, type LeakOptions, type LeakReport } from './leaks.js';
+export { replayOnSim, inferInitialLive, settingsOf, type ReplayOptions, type ReplayReport, type ReplaySide } from './replay.js';
+export { meaningfulFrames, stackKey, topFrame } from './frames.js';
