@@ -21,9 +21,9 @@ describe('README example', () => {
   });
 
   it('every js example in docs/ runs too (with the import added where a block has none)', () => {
-    const docs = ['api.md', 'history-and-snapshots.md'];
+    const docs = ['api.md', 'history-and-snapshots.md', 'tools.md'];
     const entry = new URL('../dist/index.js', import.meta.url).href;
-    const header = `import { cuda, memory, MemPool, use_mem_pool, loadSnapshot, Stream, DeviceBuffer, CudaOutOfMemoryError } from ${JSON.stringify(entry)};\n`;
+    const header = `import { cuda, memory, analysis, MemPool, use_mem_pool, loadSnapshot, Stream, DeviceBuffer, CudaOutOfMemoryError } from ${JSON.stringify(entry)};\n`;
     let ran = 0;
     for (const doc of docs) {
       const text = readFileSync(new URL(`../docs/${doc}`, import.meta.url), 'utf8');

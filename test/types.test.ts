@@ -6,6 +6,7 @@ import {
   DeviceBuffer,
   MemPool,
   Stream,
+  analysis,
   cuda,
   loadSnapshot,
   memory,
@@ -16,6 +17,15 @@ import {
 } from '../lib/index.js';
 
 describe('public types', () => {
+  it('analysis', () => {
+    expectTypeOf(analysis.fragmentation).returns.toEqualTypeOf<analysis.FragmentationReport[]>();
+    expectTypeOf(analysis.diffSnapshots).parameters.toEqualTypeOf<[Snapshot, Snapshot, analysis.DiffOptions?]>();
+    expectTypeOf(analysis.findLeaks).returns.toEqualTypeOf<analysis.LeakReport>();
+    expectTypeOf<analysis.LeakGroup['growing']>().toEqualTypeOf<boolean>();
+    expectTypeOf(analysis.replayOnSim).returns.toEqualTypeOf<analysis.ReplayReport>();
+    expectTypeOf<analysis.ReplayReport['oom']>().toEqualTypeOf<{ index: number; size: number; message: string } | null>();
+  });
+
   it('cuda', () => {
     expectTypeOf(cuda.alloc).parameters.toEqualTypeOf<[number, cuda.AllocOptions?]>();
     expectTypeOf(cuda.alloc).returns.toEqualTypeOf<DeviceBuffer>();
