@@ -76,7 +76,8 @@ export interface NativeBinding {
   deviceSynchronize(device: number): void;
 
   statKeys(): string[];
-  memoryStats(device: number): Float64Array;
+  /** The stat values in statKeys() order; fills `into` when it has the right length. */
+  memoryStats(device: number, into?: Float64Array): Float64Array;
   resetPeakStats(device: number): void;
   resetAccumulatedStats(device: number): void;
   emptyCache(device: number): void;

@@ -27,9 +27,13 @@ function statKeys(): string[] {
   return keys;
 }
 
+// One buffer for the single-value getters (memory_allocated() & co.), filled in place.
+let scratch: Float64Array | undefined;
+
 function statValue(key: string, device: unknown): number {
-  statKeys();
-  return native.memoryStats(resolveDevice(device))[indexOf.get(key)!]!;
+  const n = statKeys().length;
+  if (scratch?.length !== n) scratch = new Float64Array(n);
+  return native.memoryStats(resolveDevice(device), scratch)[indexOf.get(key)!]!;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { cuda, memory } from '../lib/index.js';
+import { native } from '../lib/native.js';
 import { MiB, expectValid, freshSim } from './helpers.js';
 
 beforeEach(() => freshSim());
@@ -54,6 +55,24 @@ describe('memory_stats', () => {
     expect(s['allocation.all.freed']).toBe(0);
     expect(s.num_device_alloc).toBe(0);
     expect(s['allocation.all.current']).toBe(1);
+  });
+});
+
+describe('native memoryStats', () => {
+  it('fills a buffer of the right length in place, else returns a new one', () => {
+    const n = native.statKeys().length;
+    const into = new Float64Array(n).fill(-7);
+    const b = cuda.alloc(3 * MiB);
+    expect(native.memoryStats(0, into)).toBe(into);
+    expect(into[native.statKeys().indexOf('allocated_bytes.all.current')]).toBe(3 * MiB);
+    expect(into.includes(-7)).toBe(false);
+    const short = new Float64Array(3);
+    const fresh = native.memoryStats(0, short);
+    expect(fresh).not.toBe(short);
+    expect(fresh).toHaveLength(n);
+    expect(memory.memory_allocated()).toBe(3 * MiB);
+    b.free();
+    expect(memory.memory_allocated()).toBe(0);
   });
 });
 

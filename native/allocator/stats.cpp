@@ -1,7 +1,7 @@
 #include "stats.h"
 
 #include <algorithm>
-#include <functional>
+#include <cstring>
 #include <utility>
 
 #include "block_pool.h"
@@ -111,11 +111,11 @@ void StatDelta::apply_to(StatCounters& stats) const {
 
 namespace {
 
-using Getter = std::function<double(const DeviceStats&, std::int64_t)>;
-
+// Each key reads one int64 of DeviceStats, found by its byte offset (-1: max_split_size,
+// which is not a stat). A flat table: memory_stats() is called from monitoring loops.
 struct KeyTable {
   std::vector<std::string> keys;
-  std::vector<Getter> getters;
+  std::vector<std::ptrdiff_t> offsets;
 };
 
 const KeyTable& key_table() {
@@ -125,41 +125,38 @@ const KeyTable& key_table() {
         "reserved_bytes", "active_bytes",   "inactive_split_bytes", "requested_bytes"};
     static const char* kPoolNames[3] = {"all", "small_pool", "large_pool"};
     static const char* kFieldNames[4] = {"current", "peak", "allocated", "freed"};
-    auto field = [](const Stat& s, int f) -> double {
-      switch (f) {
-        case 0: return static_cast<double>(s.current);
-        case 1: return static_cast<double>(s.peak);
-        case 2: return static_cast<double>(s.allocated);
-        default: return static_cast<double>(s.freed);
-      }
+    const DeviceStats probe;
+    const auto at = [&](const std::int64_t& field) {
+      return reinterpret_cast<const char*>(&field) - reinterpret_cast<const char*>(&probe);
     };
-    std::vector<std::pair<std::string, Getter>> rows;
+    const auto fields = [](const Stat& st) {
+      return std::array<const std::int64_t*, 4>{&st.current, &st.peak, &st.allocated, &st.freed};
+    };
+    std::vector<std::pair<std::string, std::ptrdiff_t>> rows;
     for (int k = 0; k < kNumStatKinds; ++k) {
       for (int p = 0; p < 3; ++p) {
         for (int f = 0; f < 4; ++f) {
           rows.emplace_back(std::string(kKindNames[k]) + "." + kPoolNames[p] + "." + kFieldNames[f],
-                            [=](const DeviceStats& s, std::int64_t) { return field(s.arrays[k][p], f); });
+                            at(*fields(probe.arrays[k][p])[f]));
         }
       }
     }
     for (int f = 0; f < 4; ++f) {
-      rows.emplace_back(std::string("oversize_allocations.") + kFieldNames[f],
-                        [=](const DeviceStats& s, std::int64_t) { return field(s.oversize_allocations, f); });
-      rows.emplace_back(std::string("oversize_segments.") + kFieldNames[f],
-                        [=](const DeviceStats& s, std::int64_t) { return field(s.oversize_segments, f); });
+      rows.emplace_back(std::string("oversize_allocations.") + kFieldNames[f], at(*fields(probe.oversize_allocations)[f]));
+      rows.emplace_back(std::string("oversize_segments.") + kFieldNames[f], at(*fields(probe.oversize_segments)[f]));
     }
-    rows.emplace_back("num_alloc_retries", [](const DeviceStats& s, std::int64_t) { return double(s.num_alloc_retries); });
-    rows.emplace_back("num_ooms", [](const DeviceStats& s, std::int64_t) { return double(s.num_ooms); });
-    rows.emplace_back("num_sync_all_streams", [](const DeviceStats& s, std::int64_t) { return double(s.num_sync_all_streams); });
-    rows.emplace_back("num_device_alloc", [](const DeviceStats& s, std::int64_t) { return double(s.num_device_alloc); });
-    rows.emplace_back("num_device_free", [](const DeviceStats& s, std::int64_t) { return double(s.num_device_free); });
-    rows.emplace_back("max_split_size", [](const DeviceStats&, std::int64_t m) { return double(m); });
+    rows.emplace_back("num_alloc_retries", at(probe.num_alloc_retries));
+    rows.emplace_back("num_ooms", at(probe.num_ooms));
+    rows.emplace_back("num_sync_all_streams", at(probe.num_sync_all_streams));
+    rows.emplace_back("num_device_alloc", at(probe.num_device_alloc));
+    rows.emplace_back("num_device_free", at(probe.num_device_free));
+    rows.emplace_back("max_split_size", -1);
     // memory_stats() returns an OrderedDict sorted by key.
     std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     KeyTable t;
     for (auto& r : rows) {
       t.keys.push_back(r.first);
-      t.getters.push_back(std::move(r.second));
+      t.offsets.push_back(r.second);
     }
     return t;
   }();
@@ -171,8 +168,13 @@ const KeyTable& key_table() {
 const std::vector<std::string>& stat_keys() { return key_table().keys; }
 
 void stat_values(const DeviceStats& stats, std::int64_t max_split_size, double* out) {
-  const auto& getters = key_table().getters;
-  for (std::size_t i = 0; i < getters.size(); ++i) out[i] = getters[i](stats, max_split_size);
+  const auto& offsets = key_table().offsets;
+  const char* base = reinterpret_cast<const char*>(&stats);
+  for (std::size_t i = 0; i < offsets.size(); ++i) {
+    std::int64_t v = max_split_size;
+    if (offsets[i] >= 0) std::memcpy(&v, base + offsets[i], sizeof v);
+    out[i] = static_cast<double>(v);
+  }
 }
 
 }  // namespace cca

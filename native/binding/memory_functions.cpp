@@ -29,7 +29,17 @@ Napi::Value MemoryStats(const Napi::CallbackInfo& info) {
     auto& a = runtime().allocator(device_arg(info, 0));
     DeviceStats stats = a.stats();
     std::int64_t max_split = reported_max_split(a.config());
-    Napi::Float64Array out = Napi::Float64Array::New(env, stat_keys().size());
+    // An optional Float64Array of the right length is filled in place: monitoring loops
+    // reuse one instead of allocating a buffer per call.
+    const std::size_t n = stat_keys().size();
+    Napi::Float64Array out;
+    if (info.Length() > 1 && info[1].IsTypedArray() &&
+        info[1].As<Napi::TypedArray>().TypedArrayType() == napi_float64_array &&
+        info[1].As<Napi::Float64Array>().ElementLength() == n) {
+      out = info[1].As<Napi::Float64Array>();
+    } else {
+      out = Napi::Float64Array::New(env, n);
+    }
     stat_values(stats, max_split, out.Data());
     return out;
   });
