@@ -27,13 +27,7 @@ DeviceStats StatCounters::view() const {
     all.current = kind.all_current;
     all.peak = kind.all_peak;
   }
-  out.oversize_allocations = oversize_allocations;
-  out.oversize_segments = oversize_segments;
-  out.num_alloc_retries = num_alloc_retries;
-  out.num_ooms = num_ooms;
-  out.num_sync_all_streams = num_sync_all_streams;
-  out.num_device_alloc = num_device_alloc;
-  out.num_device_free = num_device_free;
+  static_cast<StatScalars&>(out) = *this;
   return out;
 }
 

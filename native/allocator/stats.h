@@ -54,10 +54,8 @@ struct Stat {
   }
 };
 
-// The stats as PyTorch reports them (memory_stats()): a value, built on demand from
-// StatCounters.
-struct DeviceStats {
-  std::array<std::array<Stat, 3>, kNumStatKinds> arrays{};
+// The stats kept as they are reported: the two oversize stats and the event counters.
+struct StatScalars {
   Stat oversize_allocations;
   Stat oversize_segments;
   std::int64_t num_alloc_retries = 0;
@@ -65,6 +63,12 @@ struct DeviceStats {
   std::int64_t num_sync_all_streams = 0;
   std::int64_t num_device_alloc = 0;
   std::int64_t num_device_free = 0;
+};
+
+// The stats as PyTorch reports them (memory_stats()): a value, built on demand from
+// StatCounters.
+struct DeviceStats : StatScalars {
+  std::array<std::array<Stat, 3>, kNumStatKinds> arrays{};
 
   const Stat& get(StatKind k, StatPool p) const { return arrays[k][p]; }
 };
@@ -74,7 +78,7 @@ struct DeviceStats {
 // these: "all" allocated is the pools' sum (a transition touches one pool), and freed is
 // allocated - current + the current at the last reset_accumulated. So a commit does 5
 // stores per kind instead of PyTorch's 8.
-class StatCounters {
+class StatCounters : public StatScalars {
  public:
   void apply(int kind, int pool, std::int64_t delta) {
     Kind& k = kinds_[kind];
@@ -92,14 +96,6 @@ class StatCounters {
   DeviceStats view() const;
   void reset_peak();
   void reset_accumulated();
-
-  Stat oversize_allocations;
-  Stat oversize_segments;
-  std::int64_t num_alloc_retries = 0;
-  std::int64_t num_ooms = 0;
-  std::int64_t num_sync_all_streams = 0;
-  std::int64_t num_device_alloc = 0;
-  std::int64_t num_device_free = 0;
 
  private:
   struct PoolCounter {
