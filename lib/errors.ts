@@ -32,6 +32,13 @@ export interface OutOfMemoryDetails {
   allocated: number;
   /** Held by the allocator's segments (`reserved_bytes.all.current`). */
   reserved: number;
+  /**
+   * Free bytes left in the cache after it was released: they sit in segments that still
+   * hold live blocks, so only requests up to `largestFreeBlock` can use them.
+   */
+  cachedFree: number;
+  freeBlocks: number;
+  largestFreeBlock: number;
 }
 
 /** `ERR_CUDA_OUT_OF_MEMORY`: even after releasing the cache, the device had no room. */
@@ -44,6 +51,9 @@ export class CudaOutOfMemoryError extends AllocatorError implements OutOfMemoryD
   readonly allowed: number;
   readonly allocated: number;
   readonly reserved: number;
+  readonly cachedFree: number;
+  readonly freeBlocks: number;
+  readonly largestFreeBlock: number;
   constructor(message: string, details: OutOfMemoryDetails) {
     super(message, 'ERR_CUDA_OUT_OF_MEMORY');
     this.device = details.device;
@@ -54,6 +64,9 @@ export class CudaOutOfMemoryError extends AllocatorError implements OutOfMemoryD
     this.allowed = details.allowed;
     this.allocated = details.allocated;
     this.reserved = details.reserved;
+    this.cachedFree = details.cachedFree;
+    this.freeBlocks = details.freeBlocks;
+    this.largestFreeBlock = details.largestFreeBlock;
   }
 }
 

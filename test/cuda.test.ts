@@ -127,7 +127,33 @@ describe('out of memory', () => {
       /^CUDA out of memory\. Tried to allocate 30\.00 MiB\. GPU 0 has a total capacity of 64\.00 MiB of which 24\.00 MiB is free\. Of the allocated memory 40\.00 MiB is allocated by the caching allocator, and 0 bytes is reserved by the caching allocator but unallocated\./,
     );
     expect(memory.memory_stats().num_ooms).toBe(1);
+    expect(err!.freeBlocks).toBe(0);
+    expect(err!.message).not.toContain('Fragmentation');
     a.free();
+    expectValid();
+  });
+
+  it('says how fragmented the cache left over is: free bytes, blocks, the largest', () => {
+    freshSim({ capacityBytes: 40 * MiB });
+    const x = cuda.alloc(4 * MiB);   // a 20 MiB segment: [x 4][y 4][z 4][free 8]
+    const y = cuda.alloc(4 * MiB);
+    const z = cuda.alloc(4 * MiB);
+    y.free();                        // [x][free 4][z][free 8]
+    const w = cuda.alloc(20 * MiB);  // the second segment fills the device
+    let err: CudaOutOfMemoryError | undefined;
+    try {
+      cuda.alloc(10 * MiB);          // 12 MiB are free, but in 4 + 8
+    } catch (e) {
+      err = e as CudaOutOfMemoryError;
+    }
+    expect(err).toBeInstanceOf(CudaOutOfMemoryError);
+    expect(err!.cachedFree).toBe(12 * MiB);
+    expect(err!.freeBlocks).toBe(2);
+    expect(err!.largestFreeBlock).toBe(8 * MiB);
+    expect(err!.reserved - err!.allocated).toBe(12 * MiB);
+    expect(err!.message).toContain('Fragmentation: 12.00 MiB of the reserved memory is free in 2 blocks, ' +
+      'the largest 8.00 MiB; each sits in a segment that still holds live blocks.');
+    for (const b of [x, z, w]) b.free();
     expectValid();
   });
 

@@ -50,6 +50,12 @@ struct OutOfMemoryInfo {
   std::uint64_t allowed = 0;        // the memory-fraction limit, 0 when none is set
   std::uint64_t allocated = 0;      // allocated_bytes.all.current
   std::uint64_t reserved = 0;       // reserved_bytes.all.current
+  // The cache after it was released: what is left free sits in segments that also hold
+  // live blocks. A request above the largest free block needs new device memory however
+  // much is free in total: that gap is fragmentation.
+  std::uint64_t cached_free = 0;    // bytes in free (mapped) blocks
+  std::uint64_t free_blocks = 0;
+  std::uint64_t largest_free_block = 0;
 };
 
 class OutOfMemoryError : public AllocatorError {

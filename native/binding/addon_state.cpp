@@ -54,6 +54,9 @@ void throw_js(Napi::Env env, const AllocatorError& e) {
     fields.Set("allowed", static_cast<double>(i.allowed));
     fields.Set("allocated", static_cast<double>(i.allocated));
     fields.Set("reserved", static_cast<double>(i.reserved));
+    fields.Set("cachedFree", static_cast<double>(i.cached_free));
+    fields.Set("freeBlocks", static_cast<double>(i.free_blocks));
+    fields.Set("largestFreeBlock", static_cast<double>(i.largest_free_block));
   } else if (dynamic_cast<const InvalidPointerError*>(&e)) {
     kind = "pointer";
   } else if (dynamic_cast<const InvalidArgumentError*>(&e)) {
