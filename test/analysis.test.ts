@@ -32,9 +32,11 @@ describe.skipIf(!existsSync(FIXTURE))('frag on PyTorch\'s fixture', () => {
     let free = 0;
     let largest = 0;
     let releasable = 0;
+    let squares = 0;
     for (const s of snap.segments) {
       const inactive = s.blocks.filter((b) => b.state === 'inactive');
       const bytes = inactive.reduce((n, b) => n + b.size, 0);
+      squares += inactive.reduce((n, b) => n + b.size * b.size, 0);
       free += bytes;
       largest = Math.max(largest, ...inactive.map((b) => b.size));
       if (inactive.length === s.blocks.length) releasable += bytes;
@@ -50,6 +52,9 @@ describe.skipIf(!existsSync(FIXTURE))('frag on PyTorch\'s fixture', () => {
     expect(r!.releasable + r!.stranded).toBe(r!.free);
     expect(r!.pools.small.reserved + r!.pools.large.reserved).toBe(r!.reserved);
     expect(r!.external).toBeCloseTo(1 - largest / free, 12);
+    expect(r!.scatter).toBeCloseTo(1 - squares / (free * free), 12);
+    expect(r!.scatter).toBeGreaterThan(0);
+    expect(r!.scatter).toBeLessThan(1);
     expect(r!.segments.map((s) => s.free)).toEqual([...r!.segments.map((s) => s.free)].sort((a, b) => b - a));
   });
 });

@@ -27,6 +27,8 @@ export interface PoolFragmentation {
   free: number;
   largestFree: number;
   external: number;
+  /** 1 - sum(free_i^2) / (sum free_i)^2 over the free blocks: 0 for one block, near 1 for many equal small ones. */
+  scatter: number;
 }
 
 export interface FragmentationReport {
@@ -38,6 +40,8 @@ export interface FragmentationReport {
   free: number;
   largestFree: number;
   external: number;
+  /** 1 - sum(free_i^2) / (sum free_i)^2: unlike `external`, it sees how the rest is split too. */
+  scatter: number;
   /** Free bytes in segments with no live block: what empty_cache() gives back. */
   releasable: number;
   /** Free bytes in segments that still hold a live block: kept until those are freed. */
@@ -48,6 +52,7 @@ export interface FragmentationReport {
 }
 
 const external = (free: number, largest: number): number => (free === 0 ? 0 : 1 - largest / free);
+const scatter = (free: number, squares: number): number => (free === 0 ? 0 : 1 - squares / (free * free));
 
 export function blockMap(segment: Segment, width: number): string {
   const cells = new Array<string>(width).fill('.');
@@ -74,11 +79,12 @@ export function fragmentation(snapshot: Snapshot, options: { mapWidth?: number }
   return devices.map((device) => {
     const segs = snapshot.segments.filter((s) => s.device === device);
     const pools = {
-      small: { reserved: 0, free: 0, largestFree: 0, external: 0 },
-      large: { reserved: 0, free: 0, largestFree: 0, external: 0 },
+      small: { reserved: 0, free: 0, largestFree: 0, external: 0, scatter: 0 },
+      large: { reserved: 0, free: 0, largestFree: 0, external: 0, scatter: 0 },
     };
+    const squares = { small: 0, large: 0 };
     const report: FragmentationReport = {
-      device, reserved: 0, allocated: 0, rounding: 0, free: 0, largestFree: 0, external: 0,
+      device, reserved: 0, allocated: 0, rounding: 0, free: 0, largestFree: 0, external: 0, scatter: 0,
       releasable: 0, stranded: 0, pools, segments: [],
     };
     for (const s of segs) {
@@ -91,6 +97,7 @@ export function fragmentation(snapshot: Snapshot, options: { mapWidth?: number }
           free += b.size;
           freeBlocks++;
           largest = Math.max(largest, b.size);
+          squares[s.segment_type === 'small' ? 'small' : 'large'] += b.size * b.size;
         } else {
           live++;
           if (b.state === 'active_allocated' && b.requested_size > 0) report.rounding += b.size - b.requested_size;
@@ -117,7 +124,10 @@ export function fragmentation(snapshot: Snapshot, options: { mapWidth?: number }
     }
     pools.small.external = external(pools.small.free, pools.small.largestFree);
     pools.large.external = external(pools.large.free, pools.large.largestFree);
+    pools.small.scatter = scatter(pools.small.free, squares.small);
+    pools.large.scatter = scatter(pools.large.free, squares.large);
     report.external = external(report.free, report.largestFree);
+    report.scatter = scatter(report.free, squares.small + squares.large);
     report.segments.sort((a, b) => b.free - a.free || a.address - b.address);
     return report;
   });

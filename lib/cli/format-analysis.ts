@@ -17,12 +17,13 @@ export function renderFragmentation(reports: FragmentationReport[], top: number)
       `${humanBytes(r.free)} free in the cache`);
     out.push(`  largest free block   ${humanBytes(r.largestFree).padStart(11)}   a bigger request needs a new segment`);
     out.push(`  external frag.       ${pct(r.external).padStart(11)}   1 - largest free / free (0% = the free memory is one block)`);
+    out.push(`  scatter              ${pct(r.scatter).padStart(11)}   1 - sum(free block^2) / free^2 (near 100% = many small pieces)`);
     out.push(`  releasable           ${humanBytes(r.releasable).padStart(11)}   free in segments with no live block: empty_cache() returns it`);
     out.push(`  stranded             ${humanBytes(r.stranded).padStart(11)}   free in segments that still hold live blocks: kept until they are freed`);
     out.push(`  rounding             ${humanBytes(r.rounding).padStart(11)}   allocated beyond what callers asked for`);
     for (const [name, p] of [['small', r.pools.small], ['large', r.pools.large]] as const) {
       out.push(`  ${name} pool: ${humanBytes(p.reserved)} reserved, ${humanBytes(p.free)} free, ` +
-        `largest ${humanBytes(p.largestFree)}, external ${pct(p.external)}`);
+        `largest ${humanBytes(p.largestFree)}, external ${pct(p.external)}, scatter ${pct(p.scatter)}`);
     }
     if (r.segments.length > 0) {
       const shown = r.segments.slice(0, top);
