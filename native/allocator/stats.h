@@ -36,16 +36,8 @@ struct Stat {
   std::int64_t allocated = 0;
   std::int64_t freed = 0;
 
-  void increase(std::int64_t n) {
-    current += n;
-    if (current > peak) peak = current;
-    allocated += n;
-  }
-  void decrease(std::int64_t n) {
-    current -= n;
-    freed += n;
-  }
-  // increase(delta) or decrease(-delta), without branches: a pair alternates the sign.
+  // PyTorch's increase(delta) for delta > 0, decrease(-delta) below 0; without branches,
+  // since an alloc+free pair alternates the sign.
   void apply(std::int64_t delta) {
     current += delta;
     peak = current > peak ? current : peak;
@@ -69,8 +61,6 @@ struct StatScalars {
 // StatCounters.
 struct DeviceStats : StatScalars {
   std::array<std::array<Stat, 3>, kNumStatKinds> arrays{};
-
-  const Stat& get(StatKind k, StatPool p) const { return arrays[k][p]; }
 };
 
 // What a commit updates: per kind, each pool's current, peak and allocated, and the
