@@ -9,5 +9,6 @@ export {
   type SnapshotDiff,
 } from './diff.js';
 export { findLeaks, defaultMarker, type LeakGroup, type LeakOptions, type LeakReport } from './leaks.js';
-export { replayOnSim, inferInitialLive, settingsOf, type ReplayOptions, type ReplayReport, type ReplaySide } from './replay.js';
+export { replayOnSim, settingsOf, type ReplayOptions, type ReplayReport, type ReplaySide } from './replay.js';
+export { timeline, inferInitialLive, reservedAtStart, type Timeline, type LiveAllocation } from './timeline.js';
 export { meaningfulFrames, stackKey, topFrame } from './frames.js';

@@ -14,6 +14,7 @@ import { Stream } from '../stream.js';
 import type { DeviceBuffer } from '../device-buffer.js';
 import * as memory from '../memory.js';
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
+import { inferInitialLive, releasingAction, reservedAtStart, segmentDelta } from './timeline.js';
 
 export interface ReplaySide {
   /** Reserved bytes when the history begins (ours: after the inferred live set is allocated). */
@@ -77,56 +78,6 @@ export function settingsOf(s: Snapshot): string {
   return parts.join(',');
 }
 
-interface Live {
-  size: number;
-  stream: number;
-}
-
-/** The allocations live when the history began, by address. */
-export function inferInitialLive(s: Snapshot, device: number): Map<number, Live> {
-  const initial = new Map<number, Live>();
-  const allocated = new Set<number>();
-  const trace: TraceEntry[] = s.device_traces[device] ?? [];
-  for (const e of trace) {
-    if (e.addr === undefined) continue;
-    if (e.action === 'alloc') allocated.add(e.addr);
-    else if (e.action === 'free_requested' && !allocated.has(e.addr) && !initial.has(e.addr)) {
-      initial.set(e.addr, { size: e.size, stream: e.stream });
-    }
-  }
-  for (const seg of s.segments) {
-    if (seg.device !== device) continue;
-    for (const b of seg.blocks) {
-      if (b.state !== 'inactive' && !allocated.has(b.address) && !initial.has(b.address)) {
-        initial.set(b.address, { size: b.requested_size > 0 ? b.requested_size : b.size, stream: seg.stream });
-      }
-    }
-  }
-  return initial;
-}
-
-function recordedStart(s: Snapshot, device: number): number {
-  let end = 0;
-  for (const seg of s.segments) if (seg.device === device) end += seg.total_size;
-  // The snapshot shows only mapped ranges of expandable segments, so this holds for them too.
-  let growth = 0;
-  for (const e of s.device_traces[device] ?? []) growth += segmentDelta(e);
-  return end - growth;
-}
-
-function segmentDelta(e: TraceEntry): number {
-  switch (e.action) {
-    case 'segment_alloc':
-    case 'segment_map':
-      return e.size;
-    case 'segment_free':
-    case 'segment_unmap':
-      return -e.size;
-    default:
-      return 0;
-  }
-}
-
 /**
  * Replays device `options.device` of the snapshot on a fresh simulated device. This
  * replaces the process's allocator runtime (every buffer and stream from before becomes
@@ -171,11 +122,10 @@ export function replayOnSim(s: Snapshot, options: ReplayOptions = {}): ReplayRep
   const shrinksAtStart = stat('num_device_free');
   const ours: ReplaySide = { startReserved: memory.memory_reserved(0), peakReserved: 0, endReserved: 0, segmentGrowths: 0, segmentShrinks: 0 };
   ours.peakReserved = ours.startReserved;
-  const recorded: ReplaySide = { startReserved: recordedStart(s, device), peakReserved: 0, endReserved: 0, segmentGrowths: 0, segmentShrinks: 0 };
+  const recorded: ReplaySide = { startReserved: reservedAtStart(s, device), peakReserved: 0, endReserved: 0, segmentGrowths: 0, segmentShrinks: 0 };
   recorded.peakReserved = recorded.startReserved;
 
-  // Memory becomes reusable at free_completed; a history that skipped those frees at request.
-  const freeAt = trace.some((e) => e.action === 'free_completed') ? 'free_completed' : 'free_requested';
+  const freeAt = releasingAction(trace);
   let recordedNow = recorded.startReserved;
   let ourNow = ours.startReserved;
   let allocs = 0;

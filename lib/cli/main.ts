@@ -12,6 +12,9 @@ import { findLeaks } from '../analysis/leaks.js';
 import { replayOnSim } from '../analysis/replay.js';
 import { renderDiff, renderFragmentation, renderLeaks, renderReplay } from './format-analysis.js';
 import cliProgress from 'cli-progress';
+import { writeFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { viewerHtml } from '../viewer/html.js';
 
 const integer = (name: string, min: number) => (v: string): number => {
   const n = Number(v);
@@ -130,6 +133,17 @@ program
       bar?.stop();
     }
     process.stdout.write(opts.json ? json(r) : renderReplay(file, r));
+  });
+
+program
+  .command('viz')
+  .argument('<file>', 'a snapshot')
+  .description('write the offline viewer: one HTML file (no network) with the memory timeline, the state at any event, stacks and search')
+  .requiredOption('-o, --output <file>', 'the HTML file to write')
+  .action((file: string, opts: { output: string }) => {
+    const html = viewerHtml(loadSnapshot(file), basename(file));
+    writeFileSync(opts.output, html);
+    process.stderr.write(`wrote ${opts.output} (${(Buffer.byteLength(html) / 2 ** 20).toFixed(1)} MiB); open it in a browser\n`);
   });
 
 program

@@ -1,0 +1,132 @@
+// What the offline viewer embeds: per device, the events as base64 typed arrays (compact,
+// and decoded in the page without a parser), the timeline from the shared engine, the
+// inferred starting state and the final segments; stacks and tags interned once.
+import type { Frame, Snapshot, TraceAction } from '../snapshot/types.js';
+import { formatFrame, meaningfulFrames } from '../analysis/frames.js';
+import { timeline } from '../analysis/timeline.js';
+
+export const ACTIONS: TraceAction[] = [
+  'alloc', 'free_requested', 'free_completed', 'segment_alloc', 'segment_free', 'segment_map', 'segment_unmap',
+  'snapshot', 'oom',
+];
+const BLOCK_STATES = ['active_allocated', 'active_pending_free', 'inactive'] as const;
+
+export interface ViewerSegment {
+  address: number;
+  total: number;
+  stream: number;
+  type: 'small' | 'large';
+  /** [address, size, state index (BLOCK_STATES), requested size, stack index or -1] */
+  blocks: [number, number, number, number, number][];
+}
+
+export interface ViewerDevice {
+  device: number;
+  count: number;
+  action: string;
+  addr: string;
+  size: string;
+  time: string;
+  stack: string;
+  tag: string;
+  allocated: string;
+  reserved: string;
+  allocatedAtStart: number;
+  reservedAtStart: number;
+  /** [address, size, stack index or -1] of the allocations live when the history began. */
+  initial: [number, number, number][];
+  segments: ViewerSegment[];
+}
+
+export interface ViewerData {
+  title: string;
+  actions: string[];
+  blockStates: readonly string[];
+  stacks: string[][];
+  tags: string[];
+  devices: ViewerDevice[];
+  settings: unknown;
+}
+
+const b64 = (a: ArrayBufferView): string => Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('base64');
+
+class Interner<T> {
+  readonly list: T[] = [];
+  private readonly index = new Map<string, number>();
+  constructor(private readonly keyOf: (v: T) => string) {}
+  id(v: T): number {
+    const k = this.keyOf(v);
+    let i = this.index.get(k);
+    if (i === undefined) {
+      i = this.list.length;
+      this.list.push(v);
+      this.index.set(k, i);
+    }
+    return i;
+  }
+}
+
+export function viewerData(s: Snapshot, title: string): ViewerData {
+  const stacks = new Interner<string[]>((v) => v.join('\n'));
+  const tags = new Interner<string>((v) => v);
+  // PyTorch's pickles share one frames list among entries (memoized): intern by identity first.
+  const byList = new Map<Frame[], number>();
+  const stackId = (frames: Frame[] | undefined): number => {
+    if (!frames || frames.length === 0) return -1;
+    let id = byList.get(frames);
+    if (id === undefined) {
+      const lines = meaningfulFrames(frames).map(formatFrame);
+      id = lines.length === 0 ? -1 : stacks.id(lines);
+      byList.set(frames, id);
+    }
+    return id;
+  };
+  const deviceIds = new Set<number>(s.segments.map((g) => g.device));
+  s.device_traces.forEach((t, i) => {
+    if (t.length > 0) deviceIds.add(i);
+  });
+  const devices = [...deviceIds].sort((a, b) => a - b).map((device): ViewerDevice => {
+    const trace = s.device_traces[device] ?? [];
+    const n = trace.length;
+    const action = new Uint8Array(n);
+    const addr = new Float64Array(n);
+    const size = new Float64Array(n);
+    const time = new Float64Array(n);
+    const stack = new Int32Array(n);
+    const tag = new Int32Array(n);
+    for (let i = 0; i < n; i++) {
+      const e = trace[i]!;
+      action[i] = Math.max(0, ACTIONS.indexOf(e.action));
+      addr[i] = e.action === 'oom' ? (e.device_free ?? 0) : (e.addr ?? 0);
+      size[i] = e.size;
+      time[i] = e.time_us;
+      stack[i] = stackId(e.frames);
+      tag[i] = e.user_metadata ? tags.id(e.user_metadata) : -1;
+    }
+    const t = timeline(s, device);
+    const finalStacks = new Map<number, number>();
+    const segments = s.segments.filter((g) => g.device === device).map((g): ViewerSegment => ({
+      address: g.address,
+      total: g.total_size,
+      stream: g.stream,
+      type: g.segment_type,
+      blocks: g.blocks.map((b) => {
+        const sid = stackId(b.frames);
+        finalStacks.set(b.address, sid);
+        return [b.address, b.size, Math.max(0, BLOCK_STATES.indexOf(b.state)), b.requested_size ?? 0, sid];
+      }),
+    }));
+    return {
+      device, count: n,
+      action: b64(action), addr: b64(addr), size: b64(size), time: b64(time), stack: b64(stack), tag: b64(tag),
+      allocated: b64(t.allocated), reserved: b64(t.reserved),
+      allocatedAtStart: t.allocatedAtStart, reservedAtStart: t.reservedAtStart,
+      initial: [...t.initialLive].map(([a, l]) => [a, l.size, finalStacks.get(a) ?? -1]),
+      segments,
+    };
+  });
+  return {
+    title, actions: ACTIONS, blockStates: BLOCK_STATES, stacks: stacks.list, tags: tags.list, devices,
+    settings: s.allocator_settings ?? null,
+  };
+}
