@@ -1,0 +1,59 @@
+// The offline viewer at a million events, in Chromium (Debian's, driven by playwright-core):
+// HTML size and write time, page load until the first draw, a zoom redraw, and a click
+// near the end (the state rebuilt from checkpoints).
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import { cuda, memory } from '../dist/index.js';
+import { viewerHtml } from '../dist/viewer/html.js';
+import { freshState, machine } from './common.mjs';
+
+const CHROMIUM = process.env.CCA_CHROMIUM ?? '/usr/bin/chromium';
+freshState();
+memory._record_memory_history({ enabled: 'all', context: null, maxEntries: 1_100_000 });
+const keep = [];
+for (let step = 0; step < 100; step++) {
+  memory.annotate('step', () => {
+    const tmp = [];
+    for (let i = 0; i < 3333; i++) tmp.push(cuda.alloc(512 * (1 + (i % 200)), { tag: i % 2 ? 'odd' : 'even' }));
+    keep.push(cuda.alloc(4096));
+    for (const b of tmp) b.free();
+  });
+}
+const snap = memory._snapshot();
+memory._record_memory_history(null);
+const n = snap.device_traces[0].length;
+let t0 = performance.now();
+const html = viewerHtml(snap, 'scale');
+const buildMs = performance.now() - t0;
+const file = join(tmpdir(), 'cca-viewer-scale.html');
+writeFileSync(file, html);
+
+const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+t0 = performance.now();
+await page.goto(`file://${file}`);
+await page.waitForFunction(() => document.getElementById('live').children.length > 0);
+const loadMs = performance.now() - t0;
+const box = await page.locator('#timeline').boundingBox();
+const timed = async (action) => {
+  const start = await page.evaluate(() => performance.now());
+  await action();
+  // Two animation frames: the work and the paint it triggered are done.
+  return (await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(performance.now())))))) - start;
+};
+const zoomMs = await timed(() => page.mouse.wheel(0, -100).then(() => page.mouse.move(box.x + box.width / 2, box.y + box.height / 2)));
+await page.mouse.dblclick(box.x + 5, box.y + 5);
+const clickLateMs = await timed(() => page.mouse.click(box.x + box.width * 0.97, box.y + box.height / 2));
+const clickAgainMs = await timed(() => page.mouse.click(box.x + box.width * 0.96, box.y + box.height / 2));
+const searchMs = await timed(() => page.fill('#search', 'odd'));
+await browser.close();
+for (const b of keep) b.free();
+
+console.log(`offline viewer at ${n} events (${machine()}; ${CHROMIUM})`);
+console.log(`HTML: ${(html.length / 2 ** 20).toFixed(1)} MiB, built in ${buildMs.toFixed(0)} ms`);
+console.log(`load until the first draw and state: ${loadMs.toFixed(0)} ms`);
+console.log(`zoom (wheel) redraw: ${zoomMs.toFixed(0)} ms`);
+console.log(`click near the end (first: replays to it, taking checkpoints): ${clickLateMs.toFixed(0)} ms; next click: ${clickAgainMs.toFixed(0)} ms`);
+console.log(`search 'odd' (tag), first 200 results listed: ${searchMs.toFixed(0)} ms`);
