@@ -18,3 +18,25 @@ export function freshState(simOptions = {}) {
     memory.empty_cache();
   }
 }
+
+/**
+ * A ~1M-entry history: 100 annotated steps of 3,333 allocations freed within the step plus
+ * one kept (a leak). Returns the snapshot (history is turned off) and the kept buffers.
+ */
+export function recordMillionEvents({ tagged = false } = {}) {
+  memory._record_memory_history({ enabled: 'all', context: null, maxEntries: 1_100_000 });
+  const keep = [];
+  for (let step = 0; step < 100; step++) {
+    memory.annotate('step', () => {
+      const tmp = [];
+      for (let i = 0; i < 3333; i++) {
+        tmp.push(cuda.alloc(512 * (1 + (i % 200)), tagged ? { tag: i % 2 ? 'odd' : 'even' } : undefined));
+      }
+      keep.push(cuda.alloc(4096));
+      for (const b of tmp) b.free();
+    });
+  }
+  const snap = memory._snapshot();
+  memory._record_memory_history(null);
+  return { snap, keep };
+}

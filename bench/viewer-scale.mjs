@@ -5,24 +5,12 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { cuda, memory } from '../dist/index.js';
 import { viewerHtml } from '../dist/viewer/html.js';
-import { freshState, machine } from './common.mjs';
+import { freshState, machine, recordMillionEvents } from './common.mjs';
 
 const CHROMIUM = process.env.CCA_CHROMIUM ?? '/usr/bin/chromium';
 freshState();
-memory._record_memory_history({ enabled: 'all', context: null, maxEntries: 1_100_000 });
-const keep = [];
-for (let step = 0; step < 100; step++) {
-  memory.annotate('step', () => {
-    const tmp = [];
-    for (let i = 0; i < 3333; i++) tmp.push(cuda.alloc(512 * (1 + (i % 200)), { tag: i % 2 ? 'odd' : 'even' }));
-    keep.push(cuda.alloc(4096));
-    for (const b of tmp) b.free();
-  });
-}
-const snap = memory._snapshot();
-memory._record_memory_history(null);
+const { snap, keep } = recordMillionEvents({ tagged: true });
 const n = snap.device_traces[0].length;
 let t0 = performance.now();
 const html = viewerHtml(snap, 'scale');

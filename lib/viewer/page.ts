@@ -8,6 +8,8 @@
 // the visible events; the state at an event is rebuilt from checkpoints of the live set
 // taken every 50,000 events, so a click never replays more than that.
 
+// The data's shape, as lib/viewer/model.ts writes it. Declared again here because a script
+// cannot import; test/viewer.test.ts runs this page's logic on model.ts's output.
 interface RawDevice {
   device: number;
   count: number;
