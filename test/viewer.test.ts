@@ -123,6 +123,22 @@ describe('viewer data and page logic', () => {
     for (let i = 0; i < t.allocated.length; i++) expect(t.allocated[i]).toBeLessThanOrEqual(t.reserved[i]!);
   });
 
+  it('an action this viewer does not know is listed as other and changes no state', () => {
+    const snap = recorded();
+    const trace = snap.device_traces[0]!;
+    const before = pageLogic();
+    const data0 = viewerData(snap, 'x');
+    const live0 = before.liveAt(before.device(data0.devices[0], data0.actions), trace.length - 1, data0.actions);
+    // At an address nothing frees: replayed as an alloc, it would stay live to the end.
+    trace.splice(2, 0, { ...trace[1]!, addr: 0x1234000, action: 'checkpoint_restore' as never });
+    const data = viewerData(snap, 'x');
+    const v = pageLogic();
+    const dev = v.device(data.devices[0], data.actions) as unknown as { action: Uint8Array };
+    expect(data.actions[dev.action[2]!]).toBe('other');
+    const plain = (m: Map<number, [number, number]>) => JSON.stringify([...m].sort((a, b) => a[0] - b[0]));
+    expect(plain(v.liveAt(dev, trace.length - 1, data.actions))).toBe(plain(live0));
+  });
+
   it('the HTML is self-contained and no string in the data can end its script', () => {
     const snap = recorded();
     snap.segments[0]!.blocks[0]!.user_metadata = '</script><script>alert(1)</script>';

@@ -96,7 +96,8 @@ export function viewerData(s: Snapshot, title: string): ViewerData {
     const tag = new Int32Array(n);
     for (let i = 0; i < n; i++) {
       const e = trace[i]!;
-      action[i] = Math.max(0, ACTIONS.indexOf(e.action));
+      const code = ACTIONS.indexOf(e.action);
+      action[i] = code < 0 ? ACTIONS.length : code;  // an action newer than this viewer: shown, never replayed
       addr[i] = e.action === 'oom' ? (e.device_free ?? 0) : (e.addr ?? 0);
       size[i] = e.size;
       time[i] = e.time_us;
@@ -113,7 +114,8 @@ export function viewerData(s: Snapshot, title: string): ViewerData {
       blocks: g.blocks.map((b) => {
         const sid = stackId(b.frames);
         finalStacks.set(b.address, sid);
-        return [b.address, b.size, Math.max(0, BLOCK_STATES.indexOf(b.state)), b.requested_size ?? 0, sid];
+        const state = BLOCK_STATES.indexOf(b.state);
+        return [b.address, b.size, state < 0 ? BLOCK_STATES.length - 1 : state, b.requested_size ?? 0, sid];
       }),
     }));
     return {
@@ -126,7 +128,7 @@ export function viewerData(s: Snapshot, title: string): ViewerData {
     };
   });
   return {
-    title, actions: ACTIONS, blockStates: BLOCK_STATES, stacks: stacks.list, tags: tags.list, devices,
+    title, actions: [...ACTIONS, 'other'], blockStates: BLOCK_STATES, stacks: stacks.list, tags: tags.list, devices,
     settings: s.allocator_settings ?? null,
   };
 }
