@@ -14,7 +14,7 @@ import { Stream } from '../stream.js';
 import type { DeviceBuffer } from '../device-buffer.js';
 import * as memory from '../memory.js';
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
-import { inferInitialLive, releasingAction, reservedAtStart, segmentDelta } from './timeline.js';
+import { releasingAction, segmentDelta, timeline } from './timeline.js';
 
 export interface ReplaySide {
   /** Reserved bytes when the history begins (ours: after the inferred live set is allocated). */
@@ -110,7 +110,9 @@ export function replayOnSim(s: Snapshot, options: ReplayOptions = {}): ReplayRep
     return st;
   };
   const live = new Map<number, DeviceBuffer>();
-  const initial = inferInitialLive(s, device);
+  // The recorded side comes from the same engine as the viewer's timeline.
+  const rec = timeline(s, device);
+  const initial = rec.initialLive;
   let initialBytes = 0;
   for (const addr of [...initial.keys()].sort((a, b) => a - b)) {
     const l = initial.get(addr)!;
@@ -122,7 +124,7 @@ export function replayOnSim(s: Snapshot, options: ReplayOptions = {}): ReplayRep
   const shrinksAtStart = stat('num_device_free');
   const ours: ReplaySide = { startReserved: memory.memory_reserved(0), peakReserved: 0, endReserved: 0, segmentGrowths: 0, segmentShrinks: 0 };
   ours.peakReserved = ours.startReserved;
-  const recorded: ReplaySide = { startReserved: reservedAtStart(s, device), peakReserved: 0, endReserved: 0, segmentGrowths: 0, segmentShrinks: 0 };
+  const recorded: ReplaySide = { startReserved: rec.reservedAtStart, peakReserved: 0, endReserved: 0, segmentGrowths: 0, segmentShrinks: 0 };
   recorded.peakReserved = recorded.startReserved;
 
   const freeAt = releasingAction(trace);
@@ -140,7 +142,7 @@ export function replayOnSim(s: Snapshot, options: ReplayOptions = {}): ReplayRep
     const delta = segmentDelta(e);
     if (delta > 0) recorded.segmentGrowths++;
     if (delta < 0) recorded.segmentShrinks++;
-    recordedNow += delta;
+    recordedNow = rec.reserved[i]!;
     recorded.peakReserved = Math.max(recorded.peakReserved, recordedNow);
     if (e.action === 'alloc' && e.addr !== undefined) {
       if (e.pool_id && (e.pool_id[0] !== 0 || e.pool_id[1] !== 0)) poolAllocs++;

@@ -1,5 +1,6 @@
 // What a snapshot says, per device: the numbers behind "why is memory full".
 import type { Segment, Snapshot, TraceEntry } from '../snapshot/types.js';
+import { type FragmentationReport, fragmentation } from './fragmentation.js';
 
 export interface DeviceSummary {
   device: number;
@@ -28,17 +29,16 @@ export function summarize(snapshot: Snapshot): DeviceSummary[] {
   snapshot.device_traces.forEach((t, i) => {
     if (t.length > 0) devices.add(i);
   });
+  const frag = new Map(fragmentation(snapshot).map((r) => [r.device, r]));
   return [...devices].sort((a, b) => a - b).map((device) => {
     const segs = snapshot.segments.filter((s) => s.device === device);
     const traces = snapshot.device_traces[device] ?? [];
-    return summarizeDevice(device, segs, traces);
+    return summarizeDevice(device, segs, traces, frag.get(device));
   });
 }
 
-function summarizeDevice(device: number, segs: Segment[], traces: TraceEntry[]): DeviceSummary {
+function summarizeDevice(device: number, segs: Segment[], traces: TraceEntry[], frag?: FragmentationReport): DeviceSummary {
   const blocksByState: Record<string, number> = {};
-  let largestFree = 0;
-  let freeBytes = 0;
   let reserved = 0;
   let allocated = 0;
   let active = 0;
@@ -50,10 +50,6 @@ function summarizeDevice(device: number, segs: Segment[], traces: TraceEntry[]):
     requested += s.requested_size ?? 0;
     for (const b of s.blocks) {
       blocksByState[b.state] = (blocksByState[b.state] ?? 0) + 1;
-      if (b.state === 'inactive') {
-        freeBytes += b.size;
-        largestFree = Math.max(largestFree, b.size);
-      }
     }
   }
   const traceByAction: Record<string, number> = {};
@@ -68,8 +64,8 @@ function summarizeDevice(device: number, segs: Segment[], traces: TraceEntry[]):
     requested,
     cached: reserved - active,
     blocksByState,
-    largestFreeBlock: largestFree,
-    externalFragmentation: freeBytes === 0 ? 0 : 1 - largestFree / freeBytes,
+    largestFreeBlock: frag?.largestFree ?? 0,
+    externalFragmentation: frag?.external ?? 0,
     traceEntries: traces.length,
     traceByAction,
     traceSpanMs: times.length > 1 ? (Math.max(...times) - Math.min(...times)) / 1000 : 0,
