@@ -11,6 +11,7 @@ import { fragmentation, blockMap } from '../lib/analysis/fragmentation.js';
 import { diffSnapshots, regionWindows } from '../lib/analysis/diff.js';
 import { findLeaks } from '../lib/analysis/leaks.js';
 import { replayOnSim } from '../lib/analysis/replay.js';
+import { timeline } from '../lib/analysis/timeline.js';
 import { summarize } from '../lib/analysis/summary.js';
 import type { Snapshot } from '../lib/snapshot/types.js';
 import { writeSnapshotFile } from '../lib/snapshot/dump.js';
@@ -47,7 +48,7 @@ describe.skipIf(!existsSync(FIXTURE))('frag on PyTorch\'s fixture', () => {
     expect(r!.free).toBe(r!.reserved - snap.segments.flatMap((s) => s.blocks).filter((b) => b.state !== 'inactive')
       .reduce((n, b) => n + b.size, 0));
     expect(r!.largestFree).toBe(largest);
-    expect(r!.largestFree).toBe(summarize(snap)[0]!.largestFreeBlock);
+    expect(summarize(snap)[0]!.largestFreeBlock).toBe(largest);  // cca summary reports the same
     expect(r!.releasable).toBe(releasable);
     expect(r!.releasable + r!.stranded).toBe(r!.free);
     expect(r!.pools.small.reserved + r!.pools.large.reserved).toBe(r!.reserved);
@@ -280,7 +281,8 @@ describe('replay', () => {
     expect(r.unknownFrees).toBe(0);
     expect(r.initialLive.count).toBe(486);
     expect(r.recorded).toMatchObject({ startReserved: 589299712, peakReserved: 589299712, segmentGrowths: 0 });
-    expect(r.ours.peakReserved).toBeGreaterThanOrEqual(r.ours.startReserved);
+    // Our reserved memory must at least hold what was live at the recording's peak.
+    expect(r.ours.peakReserved).toBeGreaterThanOrEqual(Math.max(...timeline(loadSnapshot(FIXTURE), 0).allocated));
     const text = execFileSync(process.execPath, [CLI, 'replay', FIXTURE], { encoding: 'utf8' });
     expect(text).toContain('486 allocations');
     expect(text).toContain('history began on a warm cache');
