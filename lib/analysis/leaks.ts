@@ -84,6 +84,8 @@ export function findLeaks(s: Snapshot, options: LeakOptions = {}): LeakReport {
     }
     return lo;
   };
+  // Not the timeline engine's live set: a leak is what the program never freed, so a free
+  // request ends it even while the memory waits for another stream.
   const live = new Map<number, TraceEntry>();
   const trace: TraceEntry[] = s.device_traces[device] ?? [];
   for (const e of trace) {
