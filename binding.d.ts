@@ -40,7 +40,7 @@ export type ErrorFactory = (
  * segments: [address, total_size, allocated_size, active_size, requested_size, stream,
  *            is_small, is_expandable, pool, stackId, firstBlock, blockCount] x N
  * blocks:   [address, size, requested_size, state (0 free, 1 allocated, 2 pending), stackId, tagId] x M
- * traces:   [action, addr, size, stream, time_us, stackId, tagId, pool] x K (only with includeTraces)
+ * traces:   [action, addr, size, stream, time_us, stackId, tagId, pool, seq] x K (only with includeTraces)
  */
 export interface SnapshotParts {
   device: number;
@@ -97,6 +97,8 @@ export interface NativeBinding {
   clockBuilds(): number;
   /** The trace clock's raw ticks now (annotations carry these). */
   clockTicks(): number;
+  /** The device's next history order number (annotations carry it beside trace entries' seq). */
+  historySeq(device: number): number;
   /** Unix microseconds of raw ticks, by the converter trace entries use. */
   ticksToUnixUs(ticks: Float64Array): Float64Array;
 

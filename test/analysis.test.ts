@@ -17,7 +17,7 @@ import type { Snapshot } from '../lib/snapshot/types.js';
 import { writeSnapshotFile } from '../lib/snapshot/dump.js';
 import { KiB, MiB, freshSim } from './helpers.js';
 
-const FIXTURE = fileURLToPath(new URL('../../shared/fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
+const FIXTURE = fileURLToPath(new URL('./fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'cca-analysis-'));
 
@@ -26,7 +26,7 @@ beforeEach(() => {
   memory._record_memory_history(null);
 });
 
-describe.skipIf(!existsSync(FIXTURE))('frag on PyTorch\'s fixture', () => {
+describe('frag on PyTorch\'s fixture', () => {
   it('accounts for every free byte', () => {
     const snap = loadSnapshot(FIXTURE);
     const [r] = fragmentation(snap);
@@ -273,7 +273,7 @@ describe('replay', () => {
     held.free();
   });
 
-  it.skipIf(!existsSync(FIXTURE))('replays PyTorch\'s fixture from its inferred starting state', () => {
+  it('replays PyTorch\'s fixture from its inferred starting state', () => {
     const r = replayOnSim(loadSnapshot(FIXTURE));
     expect(r.entries).toBe(6111);
     expect(r.allocs).toBe(2037);

@@ -7,11 +7,11 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
-const FIXTURE = fileURLToPath(new URL('../../shared/fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
+const FIXTURE = fileURLToPath(new URL('./fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'cca-cli-'));
 const cca = (...args: string[]) => execFileSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
 
-describe.skipIf(!existsSync(FIXTURE))('cca on PyTorch\'s fixture', () => {
+describe('cca on PyTorch\'s fixture', () => {
   it('summary explains the numbers', () => {
     const text = cca('summary', FIXTURE);
     expect(text).toContain('device 0: 46 segments');

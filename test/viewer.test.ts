@@ -16,7 +16,7 @@ import { timeline } from '../lib/analysis/timeline.js';
 import type { Snapshot } from '../lib/snapshot/types.js';
 import { KiB, MiB, freshSim } from './helpers.js';
 
-const FIXTURE = fileURLToPath(new URL('../../shared/fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
+const FIXTURE = fileURLToPath(new URL('./fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const PAGE = fileURLToPath(new URL('../dist/viewer/page.js', import.meta.url));
 const CHROMIUM = process.env.CCA_CHROMIUM ?? '/usr/bin/chromium';
@@ -110,7 +110,7 @@ describe('viewer data and page logic', () => {
     expect(v.search(dev, data, 'no such frame anywhere')).toEqual([]);
   });
 
-  it.skipIf(!existsSync(FIXTURE))('starts PyTorch\'s fixture from its inferred warm state', () => {
+  it('starts PyTorch\'s fixture from its inferred warm state', () => {
     const snap = loadSnapshot(FIXTURE);
     const data = viewerData(snap, 'fixture');
     const v = pageLogic();
@@ -217,7 +217,7 @@ describe.skipIf(!existsSync(CHROMIUM))(`the viewer in Chromium (${CHROMIUM})`, (
     await page.close();
   });
 
-  it.skipIf(!existsSync(FIXTURE))('opens PyTorch\'s fixture written by cca viz', async () => {
+  it('opens PyTorch\'s fixture written by cca viz', async () => {
     const file = join(dir, 'fixture.html');
     execFileSync(process.execPath, [CLI, 'viz', FIXTURE, '-o', file], { encoding: 'utf8' });
     const { page, errors, requests } = await open(file);

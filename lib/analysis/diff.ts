@@ -2,6 +2,7 @@
 // per annotated region (external_annotations) the bytes allocated and freed inside it.
 import type { Annotation, Snapshot, TraceEntry } from '../snapshot/types.js';
 import { stackKey } from './frames.js';
+import { orderKeyOf, type OrderKey } from './order.js';
 
 export interface GroupDelta {
   key: string;
@@ -86,19 +87,21 @@ export function regionTotals(s: Snapshot, device?: number): Map<string, RegionTo
   const out = new Map<string, RegionTotals>();
   const devices = device === undefined ? s.device_traces.map((_, i) => i) : [device];
   for (const d of devices) {
-    const windows = regionWindows(s.external_annotations ?? [], d);
+    const key = orderKeyOf(s, d);
+    const windows = regionWindows(s.external_annotations ?? [], d, key);
     const trace: TraceEntry[] = s.device_traces[d] ?? [];
     for (const [name, spans] of windows) {
       const t = out.get(name) ?? { runs: 0, allocated: 0, freed: 0 };
       t.runs += spans.length;
-      // One sweep over the time-ordered trace against the merged, sorted windows.
+      // One sweep over the ordered trace against the merged, sorted windows.
       const merged = mergeSpans(spans);
       let w = 0;
       for (const e of trace) {
         if (e.action !== 'alloc' && e.action !== 'free_completed') continue;
-        while (w < merged.length && merged[w]![1] < e.time_us) w++;
+        const at = key(e);
+        while (w < merged.length && merged[w]![1] < at) w++;
         if (w === merged.length) break;
-        if (e.time_us < merged[w]![0]) continue;
+        if (at < merged[w]![0]) continue;
         if (e.action === 'alloc') t.allocated += e.size;
         else t.freed += e.size;
       }
@@ -119,19 +122,25 @@ function mergeSpans(spans: [number, number][]): [number, number][] {
   return out;
 }
 
-/** START/END pairs per name, in time order; a START without END runs to the end. */
-export function regionWindows(annotations: readonly Annotation[], device: number): Map<string, [number, number][]> {
+/**
+ * START/END pairs per name, as [from, to] in the order `key` gives (default: time_us; use
+ * orderKeyOf(snapshot, device) to order exactly); a START without END runs to the end.
+ */
+export function regionWindows(
+  annotations: readonly Annotation[], device: number, key: OrderKey = (a) => a.time_us,
+): Map<string, [number, number][]> {
   const open = new Map<string, number[]>();
   const out = new Map<string, [number, number][]>();
-  const sorted = annotations.filter((a) => a.device === device).sort((a, b) => a.time_us - b.time_us);
+  // Stable: markers that tie keep the order they were recorded in.
+  const sorted = annotations.filter((a) => a.device === device).sort((a, b) => key(a) - key(b));
   for (const a of sorted) {
     if (a.stage === 'START') {
-      open.set(a.name, [...(open.get(a.name) ?? []), a.time_us]);
+      open.set(a.name, [...(open.get(a.name) ?? []), key(a)]);
     } else {
       const starts = open.get(a.name);
       const from = starts?.pop();
       if (from === undefined) continue;  // an END whose START is older than the history
-      out.set(a.name, [...(out.get(a.name) ?? []), [from, a.time_us]]);
+      out.set(a.name, [...(out.get(a.name) ?? []), [from, key(a)]]);
     }
   }
   for (const [name, starts] of open) {

@@ -12,3 +12,4 @@ export { findLeaks, defaultMarker, type LeakGroup, type LeakOptions, type LeakRe
 export { replayOnSim, settingsOf, type ReplayOptions, type ReplayReport, type ReplaySide } from './replay.js';
 export { timeline, inferInitialLive, reservedAtStart, type Timeline, type LiveAllocation } from './timeline.js';
 export { meaningfulFrames, stackKey, topFrame } from './frames.js';
+export { orderKeyOf, isExactlyOrdered, type OrderKey, type Ordered } from './order.js';

@@ -9,6 +9,7 @@ import type { Frame, Snapshot, TraceEntry } from '../snapshot/types.js';
 import { InvalidArgumentError } from '../errors.js';
 import { regionWindows } from './diff.js';
 import { stackKey } from './frames.js';
+import { orderKeyOf } from './order.js';
 
 export interface LeakGroup {
   key: string;
@@ -47,12 +48,13 @@ export interface LeakOptions {
 /** The annotation name that starts most often on the device; on a tie the one that starts
  *  first, which is the outer one when regions nest (a step around its forward pass). */
 export function defaultMarker(s: Snapshot, device: number): string | null {
+  const key = orderKeyOf(s, device);
   const seen = new Map<string, { count: number; first: number }>();
   for (const a of s.external_annotations ?? []) {
     if (a.device !== device || a.stage !== 'START') continue;
-    const e = seen.get(a.name) ?? { count: 0, first: a.time_us };
+    const e = seen.get(a.name) ?? { count: 0, first: key(a) };
     e.count++;
-    e.first = Math.min(e.first, a.time_us);
+    e.first = Math.min(e.first, key(a));
     seen.set(a.name, e);
   }
   const best = [...seen].filter(([, e]) => e.count >= 2)
@@ -65,7 +67,8 @@ export function findLeaks(s: Snapshot, options: LeakOptions = {}): LeakReport {
   const minSteps = options.minSteps ?? 2;
   const depth = options.depth ?? 3;
   const marker = options.marker ?? defaultMarker(s, device);
-  const starts = marker === null ? [] : (regionWindows(s.external_annotations ?? [], device).get(marker) ?? [])
+  const order = orderKeyOf(s, device);
+  const starts = marker === null ? [] : (regionWindows(s.external_annotations ?? [], device, order).get(marker) ?? [])
     .map(([from]) => from).sort((x, y) => x - y);
   if (marker !== null && options.marker !== undefined && starts.length === 0) {
     const names = [...new Set((s.external_annotations ?? []).map((a) => a.name))];
@@ -73,7 +76,7 @@ export function findLeaks(s: Snapshot, options: LeakOptions = {}): LeakReport {
       (names.length ? `; the snapshot has: ${names.join(', ')}` : '; the snapshot has no annotations: ' +
         'mark steps with memory.annotate(name, fn) while history is recorded'), 'ERR_CCA_UNKNOWN_MARKER');
   }
-  // Step of a time: how many markers started at or before it (binary search).
+  // Step of an event's order key: how many markers started at or before it (binary search).
   const stepOf = (t: number): number => {
     let lo = 0;
     let hi = starts.length;
@@ -100,7 +103,7 @@ export function findLeaks(s: Snapshot, options: LeakOptions = {}): LeakReport {
   let count = 0;
   let bytes = 0;
   for (const e of live.values()) {
-    const step = stepOf(e.time_us);
+    const step = stepOf(order(e));
     if (finalStep - step < needed) continue;
     count++;
     bytes += e.size;

@@ -15,13 +15,15 @@ interface Marker {
   name: string;
   stage: 'START' | 'END';
   ticks: number;
+  /** Orders the marker against trace entries exactly (ticks convert to whole microseconds). */
+  seq: number;
 }
 
 let entries: Marker[] = [];
 
-function push(a: Marker): void {
+function push(device: number, name: string, stage: 'START' | 'END'): void {
   if (!capture.enabled) return;
-  entries.push(a);
+  entries.push({ device, name, stage, ticks: native.clockTicks(), seq: native.historySeq(device) });
   const max = Math.max(1, capture.maxEntries);
   if (entries.length > max * 2) entries = entries.slice(entries.length - max);
 }
@@ -42,14 +44,14 @@ export function annotate<T>(name: string, fn: () => T): T;
 export function annotate<T>(name: string, fn?: () => T): Region | T {
   checkString('name', name);
   const device = currentDevice();
-  push({ device, name, stage: 'START', ticks: native.clockTicks() });
+  push(device, name, 'START');
   let open = true;
   const region: Region = {
     name,
     end() {
       if (!open) return;
       open = false;
-      push({ device, name, stage: 'END', ticks: native.clockTicks() });
+      push(device, name, 'END');
     },
     [Symbol.dispose]() {
       this.end();
@@ -63,7 +65,7 @@ export function annotations(): Annotation[] {
   const max = Math.max(1, capture.maxEntries);
   const kept = entries.length > max ? entries.slice(entries.length - max) : entries;
   const us = native.ticksToUnixUs(Float64Array.from(kept, (m) => m.ticks));
-  return kept.map((m, i) => ({ device: m.device, name: m.name, stage: m.stage, time_us: us[i]! }));
+  return kept.map((m, i) => ({ device: m.device, name: m.name, stage: m.stage, time_us: us[i]!, seq: m.seq }));
 }
 
 export function clearAnnotations(): void {

@@ -13,7 +13,7 @@ import type { Block, BlockState, Segment, Snapshot, TraceAction, TraceEntry } fr
 const STATES: BlockState[] = ['inactive', 'active_allocated', 'active_pending_free'];
 const SEG = 12;
 const BLK = 6;
-const TRC = 8;
+const TRC = 9;
 let actions: TraceAction[] | undefined;
 
 // One tuple per pool id, shared by every segment and entry of that pool (frozen, since it
@@ -76,9 +76,9 @@ function decodeTraces(t: Float64Array, start = 0, end = t.length / TRC): TraceEn
     // Each entry is built in one literal so V8 gives them all one shape.
     const e: TraceEntry = action === 'oom'
       ? { action, device_free: t[i + 1]!, size: t[i + 2]!, stream: t[i + 3]!, time_us: t[i + 4]!, compile_context: 'N/A',
-          user_metadata: tag ? tags.name(tag) : '', pool_id: poolTuple(t[i + 7]!) }
+          user_metadata: tag ? tags.name(tag) : '', pool_id: poolTuple(t[i + 7]!), seq: t[i + 8]! }
       : { action, addr: t[i + 1]!, size: t[i + 2]!, stream: t[i + 3]!, time_us: t[i + 4]!, compile_context: 'N/A',
-          user_metadata: tag ? tags.name(tag) : '', pool_id: poolTuple(t[i + 7]!) };
+          user_metadata: tag ? tags.name(tag) : '', pool_id: poolTuple(t[i + 7]!), seq: t[i + 8]! };
     if (withFrames || stack) e.frames = stacks.frames(stack);
     out[k] = e;
   }

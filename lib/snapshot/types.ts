@@ -50,6 +50,9 @@ export interface TraceEntry {
   pool_id?: number[];
   /** Present when history keeps stacks on trace entries (context 'alloc' or 'all'). */
   frames?: Frame[];
+  /** Ours (PyTorch's files have none): the event's place in its device's history, from the
+   *  counter annotations draw on too. Unique where time_us ties; see analysis/order.ts. */
+  seq?: number;
 }
 
 export interface Annotation {
@@ -57,6 +60,8 @@ export interface Annotation {
   name: string;
   stage: 'START' | 'END';
   time_us: number;
+  /** Ours: the place in the device's history, comparable with trace entries' seq. */
+  seq?: number;
 }
 
 export interface Snapshot {

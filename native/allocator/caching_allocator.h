@@ -111,6 +111,9 @@ class DeviceCachingAllocator {
   HistoryOptions history() const;
   // Bytes the trace ring holds (0 once history is disabled or cleared).
   std::size_t history_bytes() const;
+  // Takes the next number of the device's history order, as a trace entry would: an event
+  // recorded outside the ring (an annotation) is ordered against the entries by it.
+  std::uint64_t next_history_seq();
   // The state as data. With include_traces=false it reads no trace entry: its cost depends
   // only on the number of segments and blocks. Appends a `snapshot` trace entry.
   // pool_filter: only that private pool's segments (0: every segment).
@@ -226,6 +229,7 @@ class DeviceCachingAllocator {
   std::vector<Block*> spare_blocks_;  // recycled Block objects: no heap traffic on split/merge
   HistoryOptions history_;
   TraceRing ring_;
+  std::uint64_t history_seq_ = 0;  // the last seq handed out; never reset, so never reused
   std::unordered_map<std::uint32_t, std::unique_ptr<PrivatePool>> pools_;
   // (thread, pool) routes in the order they began: PyTorch's captures_underway.
   std::vector<std::pair<std::thread::id, std::uint32_t>> routes_;

@@ -28,6 +28,11 @@ std::size_t DeviceCachingAllocator::history_bytes() const {
   return ring_.capacity_bytes();
 }
 
+std::uint64_t DeviceCachingAllocator::next_history_seq() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ++history_seq_;
+}
+
 DeviceSnapshot DeviceCachingAllocator::snapshot(std::uint32_t pool_filter, bool include_traces) {
   std::lock_guard<std::mutex> lock(mu_);
   DeviceSnapshot snap;

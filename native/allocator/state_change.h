@@ -23,6 +23,7 @@ class StateChange {
     e.tag = tag;
     e.pool = pool;
     e.ticks = 0;
+    e.seq = 0;
   }
   int trace_count() const { return count_; }
   const TraceEntry& trace_entry(int i) const { return entries_[i]; }

@@ -25,7 +25,7 @@ const char* trace_action_name(TraceAction action);
 // Parses a name as PyTorch spells it ("free_requested"); returns kNumActions if unknown.
 TraceAction trace_action_from_name(const char* name);
 
-// 48 bytes, no pointers: recording is a few stores. No member initializers, so a
+// 56 bytes, no pointers: recording is a few stores. No member initializers, so a
 // transition's scratch entries cost nothing when history is off; every writer sets every
 // field.
 struct TraceEntry {
@@ -34,6 +34,9 @@ struct TraceEntry {
                          // oom: the rounded request; snapshot: active bytes
   std::uint64_t stream;
   std::uint64_t ticks;   // clock_ticks() when recorded
+  // The event's place in the device's history, from the counter annotations also draw on:
+  // two events a microsecond apart share a time_us, never a seq.
+  std::uint64_t seq;
   std::uint32_t stack;   // interned stack id (0: none captured)
   std::uint32_t tag;     // interned user metadata / tag id (0: none)
   std::uint32_t pool;    // the private pool's id n of (0, n); 0: the default pool

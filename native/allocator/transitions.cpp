@@ -36,6 +36,7 @@ void DeviceCachingAllocator::commit(const StateChange& change) {
     TraceEntry e = change.trace_entry(i);
     if (history_.skip_mask & (1u << static_cast<unsigned>(e.action))) continue;
     e.ticks = now;
+    e.seq = ++history_seq_;
     ring_.push(e);
   }
 }

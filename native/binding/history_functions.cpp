@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::size_t kSegmentFields = 12;  // see binding.d.ts: SnapshotParts
 constexpr std::size_t kBlockFields = 6;
-constexpr std::size_t kTraceFields = 8;
+constexpr std::size_t kTraceFields = 9;
 
 // setHistory(enabled, context, maxEntries, skipMask, clearHistory): every device, as in PyTorch.
 Napi::Value SetHistory(const Napi::CallbackInfo& info) {
@@ -94,6 +94,7 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
         *t++ = e.stack;
         *t++ = e.tag;
         *t++ = e.pool;
+        *t++ = static_cast<double>(e.seq);  // exact below 2^53: ~285 years at 1e6 events/s
       }
       out.Set("traces", traces);
     }
@@ -134,6 +135,14 @@ Napi::Value ClockTicks(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(clock_ticks()));
 }
 
+// historySeq(device): the device's next history order number, for an annotation.
+Napi::Value HistorySeq(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    return Napi::Number::New(env, static_cast<double>(runtime().allocator(device_arg(info, 0)).next_history_seq()));
+  });
+}
+
 // Unix microseconds of raw ticks, by the converter the trace entries use.
 Napi::Value TicksToUnixUs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -162,6 +171,7 @@ void register_history_functions(Napi::Env env, Napi::Object exports) {
   exports.Set("traceActionNames", Napi::Function::New(env, TraceActionNames, "traceActionNames"));
   exports.Set("clockBuilds", Napi::Function::New(env, ClockBuilds, "clockBuilds"));
   exports.Set("clockTicks", Napi::Function::New(env, ClockTicks, "clockTicks"));
+  exports.Set("historySeq", Napi::Function::New(env, HistorySeq, "historySeq"));
   exports.Set("ticksToUnixUs", Napi::Function::New(env, TicksToUnixUs, "ticksToUnixUs"));
 }
 
