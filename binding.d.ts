@@ -109,10 +109,14 @@ export interface NativeBinding {
   poolRelease(device: number, pool: number): void;
   poolUseCount(device: number, pool: number): number;
 
-  /** Copies and fills: queued on the stream, then the stream is synchronized. */
-  copyHtoD(device: number, ptr: number, src: ArrayBufferView, stream: number): void;
-  copyDtoH(device: number, ptr: number, dst: ArrayBufferView, stream: number): void;
-  fill(device: number, ptr: number, value: number, bytes: number, stream: number): void;
+  /**
+   * Copies and fills at `offset` bytes into the live allocation whose address is `base`,
+   * on that allocation's stream, waited for. A range outside it, or a base that is not a
+   * live allocation, throws (ERR_CCA_OUT_OF_BOUNDS, ERR_CCA_INVALID_POINTER).
+   */
+  copyHtoD(device: number, base: number, offset: number, src: ArrayBufferView): void;
+  copyDtoH(device: number, base: number, offset: number, dst: ArrayBufferView): void;
+  fill(device: number, base: number, offset: number, value: number, bytes: number): void;
   cudaProbe(): CudaProbe;
 
   setErrorFactory(factory: ErrorFactory): void;

@@ -1,5 +1,5 @@
 // The `cuda` namespace: devices, streams, allocation and the simulator's controls.
-import { DeviceBuffer } from './device-buffer.js';
+import { DeviceBuffer, makeDeviceBuffer } from './device-buffer.js';
 import { CudaOutOfMemoryError, InvalidArgumentError } from './errors.js';
 import { capture, sampleStack } from './history/record.js';
 import { stacks, tags } from './history/stack-store.js';
@@ -48,7 +48,7 @@ export interface AllocOptions {
 const ALLOC_OPTIONS = ['stream', 'device', 'tag'] as const;
 
 function checkStream(name: string, value: unknown): Stream {
-  if (!(value instanceof Stream)) throw typeError('a Stream', name, value);
+  if (!Stream.isStream(value)) throw typeError('a Stream from cuda.Stream.create() or cuda.defaultStream()', name, value);
   value.assertUsable(name);
   return value;
 }
@@ -89,7 +89,7 @@ export function alloc(size: number, options?: AllocOptions): DeviceBuffer {
     if (e instanceof CudaOutOfMemoryError) notifyOutOfMemory(e);
     throw e;
   }
-  return new DeviceBuffer(ptr, size, stream, generation());
+  return makeDeviceBuffer(ptr, size, stream, generation());
 }
 
 /**
@@ -97,7 +97,7 @@ export function alloc(size: number, options?: AllocOptions): DeviceBuffer {
  * the work queued on `stream` until then has completed.
  */
 export function recordStream(buffer: DeviceBuffer, stream: Stream): void {
-  if (!(buffer instanceof DeviceBuffer)) throw typeError('a DeviceBuffer', 'buffer', buffer);
+  if (!DeviceBuffer.isDeviceBuffer(buffer)) throw typeError('a DeviceBuffer from cuda.alloc()', 'buffer', buffer);
   buffer.assertLive('recordStream');
   checkStream('stream', stream);
   if (stream.device !== buffer.device) {

@@ -1,12 +1,22 @@
 // A device allocation. It holds the pointer; the memory goes back to the allocator's
 // cache on free() (or `using`), never straight to the device.
-import { InvalidPointerError } from './errors.js';
+import { ArgumentTypeError, InvalidPointerError } from './errors.js';
 import { checkInteger, rangeError, typeError } from './validate.js';
 import { native } from './native.js';
 import type { Stream } from './stream.js';
 import { generation } from './generation.js';
 import { capture, sampleStack } from './history/record.js';
 import { stacks } from './history/stack-store.js';
+
+// Only cuda.alloc() holds this: a DeviceBuffer cannot be made by hand (`new DeviceBuffer(ptr,
+// 1e9, ...)` would otherwise pass every TypeScript check). The addon refuses a forged range
+// anyway; this makes the mistake an error at the constructor.
+const ALLOC_KEY: unique symbol = Symbol('cuda.alloc');
+
+/** @internal For cuda.alloc() only. */
+export function makeDeviceBuffer(ptr: number, size: number, stream: Stream, gen: number): DeviceBuffer {
+  return new DeviceBuffer(ALLOC_KEY, ptr, size, stream, gen);
+}
 
 export class DeviceBuffer {
   /** The device address (0 for a zero-byte buffer). */
@@ -19,8 +29,12 @@ export class DeviceBuffer {
   #freed = false;
   readonly #generation: number;
 
-  /** @internal Use cuda.alloc(). */
-  constructor(ptr: number, size: number, stream: Stream, gen: number) {
+  /** @internal Buffers come from cuda.alloc(); this constructor throws for anyone else. */
+  constructor(key: typeof ALLOC_KEY, ptr: number, size: number, stream: Stream, gen: number) {
+    if (key !== ALLOC_KEY) {
+      throw new ArgumentTypeError('DeviceBuffer cannot be constructed directly; allocate with cuda.alloc(size, options)',
+        'ERR_ILLEGAL_CONSTRUCTOR');
+    }
     this.ptr = ptr;
     this.size = size;
     this.device = stream.device;
@@ -55,7 +69,7 @@ export class DeviceBuffer {
   copyFrom(src: ArrayBufferView, offset = 0): this {
     this.assertLive('copyFrom');
     this.#checkSpan('copyFrom', src, offset);
-    if (src.byteLength > 0) native.copyHtoD(this.device, this.ptr + offset, src, this.stream.handle);
+    if (src.byteLength > 0) native.copyHtoD(this.device, this.ptr, offset, src);
     return this;
   }
 
@@ -63,7 +77,7 @@ export class DeviceBuffer {
   copyTo<T extends ArrayBufferView>(dst: T, offset = 0): T {
     this.assertLive('copyTo');
     this.#checkSpan('copyTo', dst, offset);
-    if (dst.byteLength > 0) native.copyDtoH(this.device, this.ptr + offset, dst, this.stream.handle);
+    if (dst.byteLength > 0) native.copyDtoH(this.device, this.ptr, offset, dst);
     return dst;
   }
 
@@ -73,7 +87,7 @@ export class DeviceBuffer {
     checkInteger('value', value, 0, 255);
     checkInteger('offset', offset, 0, this.size);
     checkInteger('bytes', bytes, 0, this.size - offset);
-    if (bytes > 0) native.fill(this.device, this.ptr + offset, value, bytes, this.stream.handle);
+    if (bytes > 0) native.fill(this.device, this.ptr, offset, value, bytes);
     return this;
   }
 
@@ -91,8 +105,16 @@ export class DeviceBuffer {
     if (!this.#freed) this.free();
   }
 
+  /** True for a buffer made by cuda.alloc() (not an object with DeviceBuffer's prototype). */
+  static isDeviceBuffer(value: unknown): value is DeviceBuffer {
+    return typeof value === 'object' && value !== null && #freed in value;
+  }
+
   /** Throws unless the buffer is live. @internal */
   assertLive(operation: string): void {
+    if (!DeviceBuffer.isDeviceBuffer(this)) {
+      throw new ArgumentTypeError(`${operation}: not a DeviceBuffer made by cuda.alloc()`, 'ERR_INVALID_ARG_TYPE');
+    }
     if (this.#freed) {
       throw new InvalidPointerError(
         `${operation}: buffer 0x${this.ptr.toString(16)} (${this.size} bytes on device ${this.device}) ` +

@@ -87,11 +87,13 @@ export class InvalidArgumentError extends AllocatorError {}
 /** `ERR_CCA_DEVICE`: the device failed in a way releasing the cache cannot fix. */
 export class DeviceError extends AllocatorError {}
 
-/** `ERR_INVALID_ARG_TYPE`: an argument of the wrong type. */
+/** `ERR_INVALID_ARG_TYPE`: an argument of the wrong type (`ERR_ILLEGAL_CONSTRUCTOR`: a class
+ *  that only the library may construct). */
 export class ArgumentTypeError extends TypeError {
-  readonly code = 'ERR_INVALID_ARG_TYPE';
-  constructor(message: string) {
+  readonly code: string;
+  constructor(message: string, code = 'ERR_INVALID_ARG_TYPE') {
     super(message);
+    this.code = code;
     this.name = 'ArgumentTypeError';
     Error.captureStackTrace?.(this, ArgumentTypeError);
   }

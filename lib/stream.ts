@@ -1,10 +1,15 @@
 // Streams. The default stream (handle 0) always exists; created streams live until
 // destroy(). A stream of a replaced runtime (see cuda.sim.configure) is stale.
-import { InvalidArgumentError } from './errors.js';
+import { ArgumentTypeError, InvalidArgumentError } from './errors.js';
 import { native } from './native.js';
 import { resolveDevice } from './device.js';
 import { checkOptions } from './validate.js';
 import { generation } from './generation.js';
+
+// Only this module makes Streams: a handle typed in by hand (`new Stream(0, 0xdead)` from
+// JavaScript, where `private` does not exist) is refused at the constructor, and the addon
+// refuses a stream it does not know anyway.
+const STREAM_KEY: unique symbol = Symbol('Stream');
 
 export class Stream {
   readonly device: number;
@@ -13,7 +18,11 @@ export class Stream {
   #destroyed = false;
   readonly #generation: number;
 
-  private constructor(device: number, handle: number) {
+  private constructor(key: typeof STREAM_KEY, device: number, handle: number) {
+    if (key !== STREAM_KEY) {
+      throw new ArgumentTypeError('Stream cannot be constructed directly; use cuda.Stream.create() or cuda.defaultStream()',
+        'ERR_ILLEGAL_CONSTRUCTOR');
+    }
     this.device = device;
     this.handle = handle;
     this.#generation = generation();
@@ -23,12 +32,17 @@ export class Stream {
   static create(options?: { device?: number }): Stream {
     const o = checkOptions<{ device: number }>('Stream.create options', options, ['device']);
     const device = resolveDevice(o.device);
-    return new Stream(device, native.streamCreate(device));
+    return new Stream(STREAM_KEY, device, native.streamCreate(device));
   }
 
   /** @internal */
   static wrapDefault(device: number): Stream {
-    return new Stream(device, 0);
+    return new Stream(STREAM_KEY, device, 0);
+  }
+
+  /** True for a Stream this library made (not an object with Stream's prototype). */
+  static isStream(value: unknown): value is Stream {
+    return typeof value === 'object' && value !== null && #destroyed in value;
   }
 
   get destroyed(): boolean {
@@ -37,6 +51,9 @@ export class Stream {
 
   /** Throws unless the stream can still be used. @internal */
   assertUsable(name = 'stream'): void {
+    if (!Stream.isStream(this)) {
+      throw new ArgumentTypeError(`${name}: not a Stream from cuda.Stream.create() or cuda.defaultStream()`);
+    }
     if (this.#destroyed) {
       throw new InvalidArgumentError(
         `${name} (handle 0x${this.handle.toString(16)} on device ${this.device}) was destroyed; create a new Stream`,

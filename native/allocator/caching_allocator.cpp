@@ -20,6 +20,7 @@
 // - All blocks change state through the transitions in transitions.cpp, which keep the
 //   stats in step; validate.cpp checks every invariant on demand.
 #include "caching_allocator.h"
+#include "hex.h"
 
 #include <algorithm>
 #include <cmath>
@@ -47,11 +48,6 @@ std::string format_size(std::uint64_t size) {
   return buf;
 }
 
-std::string hex(std::uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 }  // namespace
 

@@ -72,6 +72,14 @@ class DeviceCachingAllocator {
   // Frees a pointer from malloc. Throws InvalidPointerError for anything else (a foreign
   // pointer, an interior pointer, a double free), changing nothing.
   void free(DevicePtr ptr, CallContext ctx = {});
+  // Copies and fills (copies.cpp): only inside the live allocation at `base`, within the
+  // caller's size, on its own stream, waited for before returning. Anything else throws
+  // InvalidPointerError or InvalidArgumentError (ERR_CCA_OUT_OF_BOUNDS), touching nothing.
+  void copy_to_device(DevicePtr base, std::uint64_t offset, const void* src, std::uint64_t bytes);
+  void copy_to_host(void* dst, DevicePtr base, std::uint64_t offset, std::uint64_t bytes);
+  void fill(DevicePtr base, std::uint64_t offset, unsigned char value, std::uint64_t bytes);
+  // Throws InvalidArgumentError (ERR_CCA_INVALID_STREAM) unless `stream` is live here.
+  void require_live_stream(StreamId stream) const;
   // Makes the block wait, when freed, for the work queued on `stream` so far.
   void record_stream(DevicePtr ptr, StreamId stream);
   // Waits for all pending frees, then returns every unsplit free block to the device.
@@ -174,6 +182,9 @@ class DeviceCachingAllocator {
   std::uint32_t trace_stack(std::uint32_t stack) const {
     return history_.context >= RecordContext::kAlloc ? stack : 0;
   }
+
+  const Block& live_range(DevicePtr base, std::uint64_t offset, std::uint64_t bytes, const char* what) const;
+  void finish_copy(Status s, StreamId stream, const char* what);
 
   // --- policy (caching_allocator.cpp) ---
   void check_stream(StreamId stream) const;

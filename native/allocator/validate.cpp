@@ -7,16 +7,12 @@
 #include <sstream>
 
 #include "caching_allocator.h"
+#include "hex.h"
 #include "state_change.h"
 
 namespace cca {
 
 namespace {
-std::string hex(std::uint64_t v) {
-  std::ostringstream os;
-  os << "0x" << std::hex << v;
-  return os.str();
-}
 const char* kind_name(int k) {
   static const char* names[kNumStatKinds] = {"allocation",     "segment",      "active",
                                              "inactive_split", "allocated_bytes", "reserved_bytes",

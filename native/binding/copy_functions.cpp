@@ -1,6 +1,7 @@
-// Copies between typed arrays and device memory, and fills. Each call queues the work on
-// the buffer's stream and waits for that stream, so the host memory is free to reuse when
-// it returns. Bounds are checked in TypeScript and again here.
+// Copies between typed arrays and device memory, and fills. The allocator does the work
+// (DeviceCachingAllocator::copy_to_device and friends): it finds the live allocation at
+// `base` under its lock and refuses any range outside it, so a raw caller of this addon
+// cannot reach memory it does not own either.
 #include "copy_functions.h"
 
 #include "../device/cuda/cuda_device.h"
@@ -26,48 +27,37 @@ Span bytes_of(const Napi::CallbackInfo& info, std::size_t i) {
   return Span{static_cast<unsigned char*>(buf.Data()) + t.ByteOffset(), t.ByteLength()};
 }
 
-void finish(Device& d, Status s, StreamId stream, const char* what) {
-  if (s == Status::kOk) s = d.stream_synchronize(stream);
-  if (s != Status::kOk) {
-    throw DeviceError(std::string(what) + " failed on device " + std::to_string(d.index()) + ": " +
-                      status_name(s) + " (" + d.last_error() + ")");
-  }
-}
-
-// copyHtoD(device, ptr, typedArray, stream)
+// copyHtoD(device, base, offset, typedArray)
 Napi::Value CopyHtoD(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    Device& d = runtime().allocator(device_arg(info, 0)).device();
-    Span src = bytes_of(info, 2);
-    const StreamId stream = u64_arg(info, 3, "stream");
-    finish(d, d.memcpy_htod(u64_arg(info, 1, "ptr"), src.data, src.bytes, stream), stream, "copy to device");
+    DeviceCachingAllocator& a = runtime().allocator(device_arg(info, 0));
+    const Span src = bytes_of(info, 3);
+    a.copy_to_device(u64_arg(info, 1, "base"), u64_arg(info, 2, "offset"), src.data, src.bytes);
     return env.Undefined();
   });
 }
 
-// copyDtoH(device, ptr, typedArray, stream)
+// copyDtoH(device, base, offset, typedArray)
 Napi::Value CopyDtoH(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    Device& d = runtime().allocator(device_arg(info, 0)).device();
-    Span dst = bytes_of(info, 2);
-    const StreamId stream = u64_arg(info, 3, "stream");
-    finish(d, d.memcpy_dtoh(dst.data, u64_arg(info, 1, "ptr"), dst.bytes, stream), stream, "copy to host");
+    DeviceCachingAllocator& a = runtime().allocator(device_arg(info, 0));
+    const Span dst = bytes_of(info, 3);
+    a.copy_to_host(dst.data, u64_arg(info, 1, "base"), u64_arg(info, 2, "offset"), dst.bytes);
     return env.Undefined();
   });
 }
 
-// fill(device, ptr, byte, bytes, stream)
+// fill(device, base, offset, byte, bytes)
 Napi::Value Fill(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    Device& d = runtime().allocator(device_arg(info, 0)).device();
-    const std::uint64_t value = u64_arg(info, 2, "value");
+    DeviceCachingAllocator& a = runtime().allocator(device_arg(info, 0));
+    const std::uint64_t value = u64_arg(info, 3, "value");
     if (value > 255) throw InvalidArgumentError("fill value must be a byte (0-255)", "ERR_INVALID_ARG_VALUE");
-    const StreamId stream = u64_arg(info, 4, "stream");
-    finish(d, d.memset_d8(u64_arg(info, 1, "ptr"), static_cast<unsigned char>(value), u64_arg(info, 3, "bytes"), stream),
-           stream, "fill");
+    a.fill(u64_arg(info, 1, "base"), u64_arg(info, 2, "offset"), static_cast<unsigned char>(value),
+           u64_arg(info, 4, "bytes"));
     return env.Undefined();
   });
 }

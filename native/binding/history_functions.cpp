@@ -43,7 +43,7 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
     const int device = device_arg(info, 0);
-    const auto pool = static_cast<std::uint32_t>(u64_arg(info, 1, "poolFilter"));
+    const std::uint32_t pool = to_id(number_arg(info, 1, "poolFilter"), "poolFilter");
     if (info.Length() < 3 || !info[2].IsBoolean()) throw InvalidArgumentError("Expected a boolean for includeTraces", "ERR_INVALID_ARG_TYPE");
     const bool include_traces = info[2].As<Napi::Boolean>().Value();
     DeviceSnapshot snap = runtime().allocator(device).snapshot(pool, include_traces);

@@ -67,7 +67,11 @@ Napi::Value SimHoldStream(const Napi::CallbackInfo& info) {
     if (info.Length() < 3 || !info[2].IsBoolean()) {
       throw InvalidArgumentError("Expected a boolean for held", "ERR_INVALID_ARG_TYPE");
     }
-    sim_device(device_arg(info, 0)).hold_stream(u64_arg(info, 1, "stream"), info[2].As<Napi::Boolean>().Value());
+    const int device = device_arg(info, 0);
+    const StreamId stream = u64_arg(info, 1, "stream");
+    SimDevice& sim = sim_device(device);
+    runtime().allocator(device).require_live_stream(stream);
+    sim.hold_stream(stream, info[2].As<Napi::Boolean>().Value());
     return env.Undefined();
   });
 }
@@ -75,7 +79,11 @@ Napi::Value SimHoldStream(const Napi::CallbackInfo& info) {
 Napi::Value SimCompleteStream(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    sim_device(device_arg(info, 0)).complete_stream(u64_arg(info, 1, "stream"));
+    const int device = device_arg(info, 0);
+    const StreamId stream = u64_arg(info, 1, "stream");
+    SimDevice& sim = sim_device(device);
+    runtime().allocator(device).require_live_stream(stream);
+    sim.complete_stream(stream);
     return env.Undefined();
   });
 }

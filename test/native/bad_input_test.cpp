@@ -78,3 +78,29 @@ TEST(destroying_a_recorded_stream_waits_for_it) {
   CHECK_EQ(f.cur(kActive), std::int64_t{0});
   CHECK_VALID(f.a());
 }
+
+TEST(copies_stay_inside_one_live_allocation) {
+  Fixture f;
+  DevicePtr p = f.a().malloc(1000, 0);  // a 1024-byte block; the caller owns 1000 bytes
+  DevicePtr q = f.a().malloc(4096, 0);
+  f.a().free(q);
+  unsigned char buf[2048] = {};
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().copy_to_host(buf, p, 0, 1001), InvalidArgumentError, "OUT_OF_BOUNDS"); });
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().copy_to_device(p, 1000, buf, 1), InvalidArgumentError, "OUT_OF_BOUNDS"); });
+  // offset + bytes wraps around 2^64: still refused.
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().fill(p, 8, 0, UINT64_MAX - 4), InvalidArgumentError, "OUT_OF_BOUNDS"); });
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().fill(p + 512, 0, 0, 1), InvalidPointerError, "INVALID_POINTER"); });
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().copy_to_device(q, 0, buf, 1), InvalidPointerError, "INVALID_POINTER"); });
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().copy_to_host(buf, 0, 0, 1), InvalidPointerError, "INVALID_POINTER"); });
+  for (int i = 0; i < 1000; ++i) buf[i] = static_cast<unsigned char>(i);
+  f.a().copy_to_device(p, 0, buf, 1000);
+  unsigned char back[1000] = {};
+  f.a().copy_to_host(back, p, 0, 1000);
+  for (int i = 0; i < 1000; ++i) CHECK_EQ(back[i], static_cast<unsigned char>(i));
+  f.a().fill(p, 10, 0xab, 990);
+  f.a().copy_to_host(back, p, 0, 1000);
+  CHECK_EQ(back[9], static_cast<unsigned char>(9));
+  CHECK_EQ(back[999], static_cast<unsigned char>(0xab));
+  f.a().free(p);
+  CHECK_VALID(f.a());
+}

@@ -1,0 +1,68 @@
+// Host <-> device copies and fills. They reach device memory only through here, under the
+// allocator's lock, and only inside one live allocation: a buffer object forged in
+// JavaScript, a freed or foreign address, or a range past the caller's size is refused
+// before the device sees it. The work runs on the allocation's own stream and is waited
+// for before the lock is released, so the block cannot be freed and handed to someone else
+// while its bytes are moving, and the host memory is free to reuse on return.
+#include <string>
+
+#include "caching_allocator.h"
+#include "hex.h"
+
+namespace cca {
+
+const Block& DeviceCachingAllocator::live_range(DevicePtr base, std::uint64_t offset, std::uint64_t bytes,
+                                                const char* what) const {
+  const Block* b = base == 0 ? nullptr : allocated_.find(base);
+  if (b == nullptr || b->state != BlockState::kAllocated) {
+    throw InvalidPointerError(std::string(what) + ": " + hex(base) + " is not a live allocation on device " +
+                              std::to_string(device_.index()) +
+                              " (freed already, or not from this allocator); use a buffer from cuda.alloc()");
+  }
+  // requested_size is what the caller asked for: the rounding beyond it is not theirs.
+  if (offset > b->requested_size || bytes > b->requested_size - offset) {
+    throw InvalidArgumentError(std::string(what) + ": bytes " + std::to_string(offset) + " to " +
+                                   std::to_string(offset) + "+" + std::to_string(bytes) +
+                                   " lie outside the allocation at " + hex(base) + " of " +
+                                   std::to_string(b->requested_size) + " bytes; stay within the buffer's size",
+                               "ERR_CCA_OUT_OF_BOUNDS");
+  }
+  return *b;
+}
+
+void DeviceCachingAllocator::finish_copy(Status s, StreamId stream, const char* what) {
+  if (s == Status::kOk) s = device_.stream_synchronize(stream);
+  if (s != Status::kOk) {
+    throw DeviceError(std::string(what) + " failed on device " + std::to_string(device_.index()) + ": " +
+                      status_name(s) + " (" + device_.last_error() + ")");
+  }
+}
+
+void DeviceCachingAllocator::copy_to_device(DevicePtr base, std::uint64_t offset, const void* src,
+                                            std::uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Block& b = live_range(base, offset, bytes, "copy to device");
+  if (bytes == 0) return;
+  finish_copy(device_.memcpy_htod(base + offset, src, bytes, b.stream), b.stream, "copy to device");
+}
+
+void DeviceCachingAllocator::copy_to_host(void* dst, DevicePtr base, std::uint64_t offset, std::uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Block& b = live_range(base, offset, bytes, "copy to host");
+  if (bytes == 0) return;
+  finish_copy(device_.memcpy_dtoh(dst, base + offset, bytes, b.stream), b.stream, "copy to host");
+}
+
+void DeviceCachingAllocator::fill(DevicePtr base, std::uint64_t offset, unsigned char value, std::uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Block& b = live_range(base, offset, bytes, "fill");
+  if (bytes == 0) return;
+  finish_copy(device_.memset_d8(base + offset, value, bytes, b.stream), b.stream, "fill");
+}
+
+void DeviceCachingAllocator::require_live_stream(StreamId stream) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_stream(stream);
+}
+
+}  // namespace cca
