@@ -85,6 +85,8 @@ export interface NativeBinding {
   setMemoryFraction(device: number, fraction: number): void;
   getMemoryFraction(device: number): number;
   setAllocatorSettings(settings: string): void;
+  /** Throws as setAllocatorSettings would, without applying anything. */
+  checkAllocatorSettings(settings: string): void;
   allocatorSettings(): Record<string, unknown>;
   validate(device: number): string;
 

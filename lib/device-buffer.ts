@@ -82,11 +82,12 @@ export class DeviceBuffer {
   }
 
   /** Sets `bytes` bytes (default: to the end) from `offset` to `value` (0-255). */
-  fill(value: number, offset = 0, bytes = this.size - offset): this {
+  fill(value: number, offset = 0, bytes?: number): this {
     this.assertLive('fill');
     checkInteger('value', value, 0, 255);
     checkInteger('offset', offset, 0, this.size);
-    checkInteger('bytes', bytes, 0, this.size - offset);
+    // The default is computed after offset is known to be a number (`size - 0n` would throw).
+    bytes = bytes === undefined ? this.size - offset : checkInteger('bytes', bytes, 0, this.size - offset);
     if (bytes > 0) native.fill(this.device, this.ptr, offset, value, bytes);
     return this;
   }

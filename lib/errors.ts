@@ -131,13 +131,33 @@ export function errorFromNative(
 }
 
 /**
- * `ERR_CCA_CORRUPT_SNAPSHOT`: a snapshot file that is truncated, corrupt, or not a
- * snapshot. `offset` is where reading stopped, when known.
+ * `ERR_CCA_CORRUPT_SNAPSHOT`: a snapshot that is truncated, corrupt, or not a snapshot.
+ * `offset` is where reading stopped, when known; `path` the bad field (`segments[3].blocks[0].size`).
+ * `ERR_CCA_UNSAFE_PICKLE`: a pickle that names Python code (GLOBAL, REDUCE, ...): refused
+ * without running anything, since a snapshot holds only plain containers.
  */
 export class CorruptSnapshotError extends AllocatorError {
   readonly offset: number | undefined;
-  constructor(message: string, offset?: number) {
-    super(message, 'ERR_CCA_CORRUPT_SNAPSHOT');
+  readonly path: string | undefined;
+  constructor(message: string, offset?: number, path?: string, code = 'ERR_CCA_CORRUPT_SNAPSHOT') {
+    super(message, code);
     this.offset = offset;
+    this.path = path;
+  }
+}
+
+/**
+ * A snapshot file that cannot be read as one: `ERR_CCA_FILE_NOT_FOUND` (with `errno`
+ * ENOENT), `ERR_CCA_NOT_A_FILE` (a directory, device or pipe), `ERR_CCA_FILE_TOO_LARGE`
+ * (above the reader's limit, which the caller can raise), `ERR_CCA_FILE_UNREADABLE`
+ * (permissions and other I/O errors). `file` is the path.
+ */
+export class SnapshotFileError extends AllocatorError {
+  readonly file: string;
+  readonly errno: string | undefined;
+  constructor(message: string, code: string, file: string, errno?: string) {
+    super(message, code);
+    this.file = file;
+    this.errno = errno;
   }
 }

@@ -6,7 +6,7 @@ import { InvalidArgumentError } from './errors.js';
 import { native } from './native.js';
 import { resolveDevice } from './device.js';
 import { generation } from './generation.js';
-import { checkOptions, typeError } from './validate.js';
+import { checkBoolean, checkOptions, typeError } from './validate.js';
 import { segmentsOf } from './snapshot/build.js';
 import { tuple } from './snapshot/tuple.js';
 import type { Segment } from './snapshot/types.js';
@@ -24,8 +24,14 @@ export class MemPool {
     this.id = tuple(0, native.poolCreate(this.device));
   }
 
+  /** True for a MemPool made with `new MemPool()` (not an object with its prototype). */
+  static isMemPool(value: unknown): value is MemPool {
+    return typeof value === 'object' && value !== null && #released in value;
+  }
+
   /** @internal */
   assertUsable(): void {
+    if (!MemPool.isMemPool(this)) throw typeError('a MemPool made with new MemPool()', 'pool', this);
     if (this.#released || this.#generation !== generation()) {
       throw new InvalidArgumentError(`MemPool (${this.id.join(', ')}) was released`, 'ERR_CCA_INVALID_POOL');
     }
@@ -39,7 +45,8 @@ export class MemPool {
   /** This pool's segments (the fast path reads no history). */
   snapshot(options?: { includeTraces?: boolean }): Segment[] {
     this.assertUsable();
-    checkOptions('snapshot options', options, ['includeTraces']);
+    const o = checkOptions<{ includeTraces: boolean }>('snapshot options', options, ['includeTraces']);
+    if (o.includeTraces !== undefined) checkBoolean('options.includeTraces', o.includeTraces);
     return segmentsOf({ mempoolId: this.id }, [this.device]);
   }
 
@@ -64,7 +71,7 @@ export class MemPool {
  * that allocates on this thread meanwhile is routed too (as PyTorch routes by thread).
  */
 export function use_mem_pool<T>(pool: MemPool, fn: () => T): T {
-  if (!(pool instanceof MemPool)) throw typeError('a MemPool', 'pool', pool);
+  if (!MemPool.isMemPool(pool)) throw typeError('a MemPool made with new MemPool()', 'pool', pool);
   if (typeof fn !== 'function') throw typeError('a function', 'fn', fn);
   pool.assertUsable();
   const n = pool.id[1]!;

@@ -11,6 +11,7 @@ import { fullSnapshot, segmentsOf, type SnapshotOptions } from './snapshot/build
 import { formatFor, writeSnapshotFile, type WriteResult } from './snapshot/dump.js';
 import { recordMemoryHistory, type HistoryEnabled, type RecordHistoryOptions } from './history/record.js';
 import type { Segment, Snapshot } from './snapshot/types.js';
+import { markChecked } from './snapshot/check.js';
 
 export { annotate, type Region } from './history/annotations.js';
 export { MemPool, use_mem_pool } from './mem-pool.js';
@@ -159,9 +160,13 @@ const SNAPSHOT_OPTIONS = ['mempoolId', 'includeTraces'] as const;
 function checkSnapshotOptions(options: unknown): SnapshotOptions {
   const o = checkOptions<SnapshotOptions>('snapshot options', options, SNAPSHOT_OPTIONS);
   if (o.includeTraces !== undefined) checkBoolean('options.includeTraces', o.includeTraces);
-  if (o.mempoolId !== undefined && (!Array.isArray(o.mempoolId) || o.mempoolId.length !== 2 ||
-      !o.mempoolId.every((n) => Number.isInteger(n) && n >= 0))) {
-    throw typeError('a pool id [a, b] of non-negative integers', 'options.mempoolId', o.mempoolId);
+  if (o.mempoolId !== undefined) {
+    // MemPool ids are (0, n) with n a 32-bit id: anything else names no pool. (The native
+    // filter is 32 bits; a larger n would wrap and pick another pool, or every segment.)
+    const id = o.mempoolId as unknown;
+    if (!Array.isArray(id) || id.length !== 2 || id[0] !== 0 || !Number.isInteger(id[1]) || id[1] < 1 || id[1] > 2 ** 32 - 1) {
+      throw typeError('a MemPool id [0, n] with n from 1 to 2^32-1 (pool.id)', 'options.mempoolId', id);
+    }
   }
   return o;
 }
@@ -177,7 +182,8 @@ export function memory_snapshot(options?: SnapshotOptions): Segment[] {
 
 /** The whole snapshot dict: segments, device_traces, allocator_settings, external_annotations. */
 export function _snapshot(options?: SnapshotOptions): Snapshot {
-  return fullSnapshot(checkSnapshotOptions(options));
+  // Built here from the allocator's own records: the analyses need not check it again.
+  return markChecked(fullSnapshot(checkSnapshotOptions(options)));
 }
 
 /**
@@ -199,6 +205,7 @@ export function _record_memory_history(
  */
 export async function _dump_snapshot(filename = 'dump_snapshot.pickle', options?: { format?: 'pickle' | 'json' }): Promise<WriteResult> {
   checkString('filename', filename);
+  if (filename === '') throw typeError('a file name (.pickle, or .json for JSON)', 'filename', filename);
   const o = checkOptions<{ format: 'pickle' | 'json' }>('dump options', options, ['format']);
   if (o.format !== undefined && o.format !== 'pickle' && o.format !== 'json') throw typeError("'pickle' or 'json'", 'options.format', o.format);
   // Trace entries are decoded chunk by chunk as they are written: memory stays bounded by

@@ -3,6 +3,7 @@
 import type { Annotation, Snapshot, TraceEntry } from '../snapshot/types.js';
 import { stackKey } from './frames.js';
 import { orderKeyOf, type OrderKey } from './order.js';
+import { annotationsArg, checkOptions, deviceArg, depthArg, functionArg, optionalDevice, snapshotArg } from './args.js';
 
 export interface GroupDelta {
   key: string;
@@ -83,7 +84,9 @@ function compare(a: Tally, b: Tally): GroupDelta[] {
 }
 
 /** Per region name: its windows on the device, and the alloc / free_completed bytes inside them. */
-export function regionTotals(s: Snapshot, device?: number): Map<string, RegionTotals> {
+export function regionTotals(snapshot: Snapshot, device?: number): Map<string, RegionTotals> {
+  const s = snapshotArg(snapshot);
+  device = optionalDevice(device, 'device');
   const out = new Map<string, RegionTotals>();
   const devices = device === undefined ? s.device_traces.map((_, i) => i) : [device];
   for (const d of devices) {
@@ -129,6 +132,9 @@ function mergeSpans(spans: [number, number][]): [number, number][] {
 export function regionWindows(
   annotations: readonly Annotation[], device: number, key: OrderKey = (a) => a.time_us,
 ): Map<string, [number, number][]> {
+  annotations = annotationsArg(annotations);
+  device = deviceArg(device);
+  key = functionArg<OrderKey>(key, 'key') ?? ((a) => a.time_us);
   const open = new Map<string, number[]>();
   const out = new Map<string, [number, number][]>();
   // Stable: markers that tie keep the order they were recorded in.
@@ -149,9 +155,12 @@ export function regionWindows(
   return out;
 }
 
-export function diffSnapshots(a: Snapshot, b: Snapshot, options: DiffOptions = {}): SnapshotDiff {
-  const depth = options.depth ?? 3;
-  const device = options.device;
+export function diffSnapshots(a: Snapshot, b: Snapshot, options?: DiffOptions): SnapshotDiff {
+  a = snapshotArg(a, 'a');
+  b = snapshotArg(b, 'b');
+  const o = checkOptions<DiffOptions>('diff options', options, ['depth', 'device']);
+  const depth = depthArg(o.depth) ?? 3;
+  const device = optionalDevice(o.device);
   const sum = (s: Snapshot, f: (seg: Snapshot['segments'][number]) => number) =>
     s.segments.filter((seg) => device === undefined || seg.device === device).reduce((n, seg) => n + f(seg), 0);
   const byStack = compare(

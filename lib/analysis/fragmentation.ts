@@ -3,6 +3,8 @@
 // (0 when the free memory is one block); a request larger than the largest free block needs
 // a new segment even when the free bytes would cover it.
 import type { Segment, Snapshot } from '../snapshot/types.js';
+import { checkOptions, segmentArg, snapshotArg } from './args.js';
+import { checkInteger } from '../validate.js';
 
 export interface SegmentFragmentation {
   device: number;
@@ -55,6 +57,8 @@ const external = (free: number, largest: number): number => (free === 0 ? 0 : 1 
 const scatter = (free: number, squares: number): number => (free === 0 ? 0 : 1 - squares / (free * free));
 
 export function blockMap(segment: Segment, width: number): string {
+  segment = segmentArg(segment);
+  width = checkInteger('width', width, 1, 10_000);
   const cells = new Array<string>(width).fill('.');
   const weight = new Array<number>(width).fill(0);
   const cell = segment.total_size / width;
@@ -73,8 +77,10 @@ export function blockMap(segment: Segment, width: number): string {
   return cells.join('');
 }
 
-export function fragmentation(snapshot: Snapshot, options: { mapWidth?: number } = {}): FragmentationReport[] {
-  const width = options.mapWidth ?? 48;
+export function fragmentation(snapshot: Snapshot, options?: { mapWidth?: number }): FragmentationReport[] {
+  snapshot = snapshotArg(snapshot);
+  const o = checkOptions<{ mapWidth: number }>('fragmentation options', options, ['mapWidth']);
+  const width = o.mapWidth === undefined ? 48 : checkInteger('options.mapWidth', o.mapWidth, 1, 10_000);
   const devices = [...new Set(snapshot.segments.map((s) => s.device))].sort((a, b) => a - b);
   return devices.map((device) => {
     const segs = snapshot.segments.filter((s) => s.device === device);

@@ -11,5 +11,5 @@ export {
 export { findLeaks, defaultMarker, type LeakGroup, type LeakOptions, type LeakReport } from './leaks.js';
 export { replayOnSim, settingsOf, type ReplayOptions, type ReplayReport, type ReplaySide } from './replay.js';
 export { timeline, inferInitialLive, reservedAtStart, type Timeline, type LiveAllocation } from './timeline.js';
-export { meaningfulFrames, stackKey, topFrame } from './frames.js';
+export { meaningfulFrames, stackKey, topFrame } from './frames-api.js';
 export { orderKeyOf, isExactlyOrdered, type OrderKey, type Ordered } from './order.js';

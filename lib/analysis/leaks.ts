@@ -10,6 +10,8 @@ import { InvalidArgumentError } from '../errors.js';
 import { regionWindows } from './diff.js';
 import { stackKey } from './frames.js';
 import { orderKeyOf } from './order.js';
+import { checkOptions, checkString, deviceArg, depthArg, snapshotArg } from './args.js';
+import { checkInteger } from '../validate.js';
 
 export interface LeakGroup {
   key: string;
@@ -47,7 +49,9 @@ export interface LeakOptions {
 
 /** The annotation name that starts most often on the device; on a tie the one that starts
  *  first, which is the outer one when regions nest (a step around its forward pass). */
-export function defaultMarker(s: Snapshot, device: number): string | null {
+export function defaultMarker(snapshot: Snapshot, device = 0): string | null {
+  const s = snapshotArg(snapshot);
+  device = deviceArg(device);
   const key = orderKeyOf(s, device);
   const seen = new Map<string, { count: number; first: number }>();
   for (const a of s.external_annotations ?? []) {
@@ -62,10 +66,13 @@ export function defaultMarker(s: Snapshot, device: number): string | null {
   return best ? best[0] : null;
 }
 
-export function findLeaks(s: Snapshot, options: LeakOptions = {}): LeakReport {
-  const device = options.device ?? 0;
-  const minSteps = options.minSteps ?? 2;
-  const depth = options.depth ?? 3;
+export function findLeaks(snapshot: Snapshot, options?: LeakOptions): LeakReport {
+  const s = snapshotArg(snapshot);
+  options = checkOptions<LeakOptions>('leak options', options, ['device', 'marker', 'minSteps', 'depth']);
+  const device = options.device === undefined ? 0 : deviceArg(options.device, 'options.device');
+  const minSteps = options.minSteps === undefined ? 2 : checkInteger('options.minSteps', options.minSteps, 0, 2 ** 31 - 1);
+  const depth = depthArg(options.depth) ?? 3;
+  if (options.marker !== undefined) checkString('options.marker', options.marker);
   const marker = options.marker ?? defaultMarker(s, device);
   const order = orderKeyOf(s, device);
   const starts = marker === null ? [] : (regionWindows(s.external_annotations ?? [], device, order).get(marker) ?? [])

@@ -15,6 +15,9 @@ import type { DeviceBuffer } from '../device-buffer.js';
 import * as memory from '../memory.js';
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { releasingAction, segmentDelta, timeline } from './timeline.js';
+import { checkOptions, checkString, deviceArg, functionArg, snapshotArg } from './args.js';
+import { checkInteger } from '../validate.js';
+import { native } from '../native.js';
 
 export interface ReplaySide {
   /** Reserved bytes when the history begins (ours: after the inferred live set is allocated). */
@@ -60,7 +63,8 @@ export interface ReplayOptions {
 const MiB = 1024 * 1024;
 
 /** The snapshot's allocator settings as a config string ('' for the defaults). */
-export function settingsOf(s: Snapshot): string {
+export function settingsOf(snapshot: Snapshot): string {
+  const s = snapshotArg(snapshot);
   const a = (s.allocator_settings ?? {}) as Record<string, unknown>;
   if (typeof a.PYTORCH_CUDA_ALLOC_CONF === 'string' && a.PYTORCH_CUDA_ALLOC_CONF.trim() !== '') {
     return a.PYTORCH_CUDA_ALLOC_CONF.trim();
@@ -84,10 +88,16 @@ export function settingsOf(s: Snapshot): string {
  * stale), so it refuses to run while any memory is allocated; it is meant for the CLI
  * (`cca replay`) and for tests.
  */
-export function replayOnSim(s: Snapshot, options: ReplayOptions = {}): ReplayReport {
-  const device = options.device ?? 0;
-  const capacityBytes = options.capacityBytes ?? 256 * 2 ** 30;
-  const settings = options.settings ?? settingsOf(s);
+export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): ReplayReport {
+  // Everything is checked before the runtime is replaced: a refused call changes nothing.
+  const s = snapshotArg(snapshot);
+  options = checkOptions<ReplayOptions>('replay options', options, ['device', 'capacityBytes', 'settings', 'onProgress']);
+  const device = options.device === undefined ? 0 : deviceArg(options.device, 'options.device');
+  const capacityBytes = options.capacityBytes === undefined ? 256 * 2 ** 30
+    : checkInteger('options.capacityBytes', options.capacityBytes, 1, 2 ** 40);
+  const settings = options.settings === undefined ? settingsOf(s) : checkString('options.settings', options.settings);
+  functionArg(options.onProgress, 'options.onProgress');
+  native.checkAllocatorSettings(settings);
   for (let d = 0; d < deviceCount(); d++) {
     if (memory.memory_allocated(d) > 0) {
       throw new InvalidArgumentError(`replay replaces the allocator runtime, but device ${d} still has ` +

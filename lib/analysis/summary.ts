@@ -1,6 +1,7 @@
 // What a snapshot says, per device: the numbers behind "why is memory full".
 import type { Segment, Snapshot, TraceEntry } from '../snapshot/types.js';
 import { type FragmentationReport, fragmentation } from './fragmentation.js';
+import { snapshotArg } from './args.js';
 
 export interface DeviceSummary {
   device: number;
@@ -25,6 +26,7 @@ export interface DeviceSummary {
 }
 
 export function summarize(snapshot: Snapshot): DeviceSummary[] {
+  snapshot = snapshotArg(snapshot);
   const devices = new Set<number>(snapshot.segments.map((s) => s.device));
   snapshot.device_traces.forEach((t, i) => {
     if (t.length > 0) devices.add(i);

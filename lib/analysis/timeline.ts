@@ -6,6 +6,7 @@
 // when the history skipped completions). "Reserved" follows the segment events. A history
 // that began on a warm cache starts from the state inferred from the final snapshot.
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
+import { deviceArg, snapshotArg } from './args.js';
 
 export interface LiveAllocation {
   size: number;
@@ -13,7 +14,9 @@ export interface LiveAllocation {
 }
 
 /** The allocations live when the history began, by address. */
-export function inferInitialLive(s: Snapshot, device: number): Map<number, LiveAllocation> {
+export function inferInitialLive(snapshot: Snapshot, device = 0): Map<number, LiveAllocation> {
+  const s = snapshotArg(snapshot);
+  device = deviceArg(device);
   const initial = new Map<number, LiveAllocation>();
   const allocated = new Set<number>();
   for (const e of s.device_traces[device] ?? []) {
@@ -49,7 +52,9 @@ export function segmentDelta(e: TraceEntry): number {
 }
 
 /** Reserved bytes when the history began: the final segments less the recorded growth. */
-export function reservedAtStart(s: Snapshot, device: number): number {
+export function reservedAtStart(snapshot: Snapshot, device = 0): number {
+  const s = snapshotArg(snapshot);
+  device = deviceArg(device);
   let end = 0;
   for (const seg of s.segments) if (seg.device === device) end += seg.total_size;
   // Snapshots list only mapped ranges of expandable segments, so this holds for them too.
@@ -74,7 +79,9 @@ export interface Timeline {
   initialLive: Map<number, LiveAllocation>;
 }
 
-export function timeline(s: Snapshot, device = 0): Timeline {
+export function timeline(snapshot: Snapshot, device = 0): Timeline {
+  const s = snapshotArg(snapshot);
+  device = deviceArg(device);
   const trace: TraceEntry[] = s.device_traces[device] ?? [];
   const initialLive = inferInitialLive(s, device);
   const live = new Map<number, number>();

@@ -26,7 +26,11 @@ const program = new Command();
 program
   .name('cca')
   .description('cuda-caching-allocator: a PyTorch-style CUDA caching allocator for Node.js, and its tools.\n' +
-    'Snapshot commands read our files and PyTorch\'s (pickle or JSON).');
+    'Snapshot commands read our files and PyTorch\'s (pickle or JSON).')
+  .option('--max-bytes <n>', 'refuse snapshot files larger than this (default 2 GiB)', integer('--max-bytes', 1));
+
+/** Reads a snapshot file under the global --max-bytes limit. */
+const load = (file: string) => loadSnapshot(file, { maxBytes: program.opts<{ maxBytes?: number }>().maxBytes });
 
 program
   .command('demo')
@@ -40,7 +44,7 @@ program
   .description('what the numbers mean: reserved vs allocated vs cached, fragmentation, history')
   .option('--json', 'print the summary as JSON')
   .action((file: string, opts: { json?: boolean }) => {
-    const snap = loadSnapshot(file);
+    const snap = load(file);
     const s = summarize(snap);
     process.stdout.write(opts.json ? `${JSON.stringify(s, null, 2)}\n` : renderSnapshotSummary(file, s, snap));
   });
@@ -50,7 +54,7 @@ program
   .argument('<file>', 'a snapshot')
   .description('one line per segment: address, type, stream, pool, sizes, blocks')
   .action((file: string) => {
-    process.stdout.write(renderSegments(loadSnapshot(file)));
+    process.stdout.write(renderSegments(load(file)));
   });
 
 program
@@ -61,7 +65,7 @@ program
   .option('-n, --limit <n>', 'entries to show', integer('--limit', 1), 100)
   .option('-s, --skip <n>', 'entries to skip', integer('--skip', 0), 0)
   .action((file: string, opts: { device: number; limit: number; skip: number }) => {
-    process.stdout.write(renderTrace(loadSnapshot(file), opts));
+    process.stdout.write(renderTrace(load(file), opts));
   });
 
 const json = (v: unknown): string => `${JSON.stringify(v, (_k, x) => (x === Infinity ? null : x), 2)}\n`;
@@ -73,7 +77,7 @@ program
   .option('-t, --top <n>', 'segments to show', integer('--top', 1), 10)
   .option('--json', 'print the report as JSON')
   .action((file: string, opts: { top: number; json?: boolean }) => {
-    const reports = fragmentation(loadSnapshot(file));
+    const reports = fragmentation(load(file));
     process.stdout.write(opts.json ? json(reports) : renderFragmentation(reports, opts.top));
   });
 
@@ -87,7 +91,7 @@ program
   .option('-t, --top <n>', 'rows per table', integer('--top', 1), 20)
   .option('--json', 'print the diff as JSON')
   .action((a: string, b: string, opts: { device?: number; depth: number; top: number; json?: boolean }) => {
-    const d = diffSnapshots(loadSnapshot(a), loadSnapshot(b), { depth: opts.depth, device: opts.device });
+    const d = diffSnapshots(load(a), load(b), { depth: opts.depth, device: opts.device });
     process.stdout.write(opts.json ? json(d) : renderDiff(a, b, d, opts.top));
   });
 
@@ -102,7 +106,7 @@ program
   .option('-t, --top <n>', 'stacks to show', integer('--top', 1), 10)
   .option('--json', 'print the report as JSON')
   .action((file: string, opts: { device: number; marker?: string; minSteps: number; depth: number; top: number; json?: boolean }) => {
-    const r = findLeaks(loadSnapshot(file), { device: opts.device, marker: opts.marker, minSteps: opts.minSteps, depth: opts.depth });
+    const r = findLeaks(load(file), { device: opts.device, marker: opts.marker, minSteps: opts.minSteps, depth: opts.depth });
     process.stdout.write(opts.json ? json(r) : renderLeaks(r, opts.top, opts.minSteps));
   });
 
@@ -115,7 +119,7 @@ program
   .option('--settings <conf>', 'allocator settings, PYTORCH_CUDA_ALLOC_CONF syntax (default: the snapshot\'s)')
   .option('--json', 'print the report as JSON')
   .action((file: string, opts: { device: number; capacityMb?: number; settings?: string; json?: boolean }) => {
-    const snap = loadSnapshot(file);
+    const snap = load(file);
     const entries = snap.device_traces[opts.device]?.length ?? 0;
     const bar = process.stderr.isTTY && entries >= 50_000
       ? new cliProgress.SingleBar({ format: 'replaying [{bar}] {value}/{total} entries', stream: process.stderr }, cliProgress.Presets.shades_classic)
@@ -141,7 +145,7 @@ program
   .description('write the offline viewer: one HTML file (no network) with the memory timeline, the state at any event, stacks and search')
   .requiredOption('-o, --output <file>', 'the HTML file to write')
   .action((file: string, opts: { output: string }) => {
-    const html = viewerHtml(loadSnapshot(file), basename(file));
+    const html = viewerHtml(load(file), basename(file));
     writeFileSync(opts.output, html);
     process.stderr.write(`wrote ${opts.output} (${(Buffer.byteLength(html) / 2 ** 20).toFixed(1)} MiB); open it in a browser\n`);
   });
@@ -152,7 +156,7 @@ program
   .argument('<to>', 'the file to write: .json for JSON, anything else for a pickle memory_viz opens')
   .description('convert between pickle and JSON')
   .action((from: string, to: string) => {
-    const r = writeSnapshotFile(loadSnapshot(from), to, formatFor(to));
+    const r = writeSnapshotFile(load(from), to, formatFor(to));
     process.stderr.write(`wrote ${r.path} (${r.format}, ${r.bytes} bytes)\n`);
   });
 

@@ -4,7 +4,7 @@ import { native } from '../native.js';
 import { runScoped } from '../scoped.js';
 import { capture } from './record.js';
 import { currentDevice } from '../device.js';
-import { checkString } from '../validate.js';
+import { checkString, typeError } from '../validate.js';
 import type { Annotation } from '../snapshot/types.js';
 
 // Stamped with the trace clock's ticks and converted when read, by the converter the trace
@@ -43,6 +43,7 @@ export function annotate(name: string): Region;
 export function annotate<T>(name: string, fn: () => T): T;
 export function annotate<T>(name: string, fn?: () => T): Region | T {
   checkString('name', name);
+  if (fn !== undefined && typeof fn !== 'function') throw typeError('a function (or nothing, for a Region)', 'fn', fn);
   const device = currentDevice();
   push(device, name, 'START');
   let open = true;

@@ -3,7 +3,8 @@
 import { native } from '../native.js';
 import { clearAnnotations } from './annotations.js';
 import { ArgumentTypeError } from '../errors.js';
-import { checkInteger, checkOptions, describe, rangeError, typeError } from '../validate.js';
+import { checkBoolean, checkInteger, checkOptions, describe, rangeError, typeError } from '../validate.js';
+import { resolveDevice } from '../device.js';
 import { stacks } from './stack-store.js';
 
 export type HistoryEnabled = 'all' | 'state' | null;
@@ -65,31 +66,44 @@ export function recordMemoryHistory(enabledOrOptions?: HistoryEnabled | boolean 
   let maxEntries = o.maxEntries === undefined ? Number.MAX_SAFE_INTEGER : checkInteger('maxEntries', o.maxEntries, 0, Number.MAX_SAFE_INTEGER);
   if (enabled !== 'all') maxEntries = 1;
   const rate = o.stackSampleRate ?? 1;
-  if (typeof rate !== 'number' || !(rate > 0 && rate <= 1)) throw rangeError('a number in (0, 1]', 'stackSampleRate', rate);
-  if (o.stackDepth !== undefined) stacks.depth = checkInteger('stackDepth', o.stackDepth, 1, 200);
-  const skipMask = skipMaskOf(o.skipActions);
-  apply(enabled !== null, enabled === null ? 0 : CONTEXT_LEVEL[context ?? ''] ?? 0, maxEntries, skipMask, o.clearHistory === true, rate);
+  if (typeof rate !== 'number') throw typeError('a number in (0, 1]', 'stackSampleRate', rate);
+  if (!(rate > 0 && rate <= 1)) throw rangeError('a number in (0, 1]', 'stackSampleRate', rate);
+  const depth = o.stackDepth === undefined ? undefined : checkInteger('stackDepth', o.stackDepth, 1, 200);
+  const skipMask = skipMaskOf(o.skipActions, 'skipActions');
+  const clear = o.clearHistory === undefined ? false : checkBoolean('clearHistory', o.clearHistory);
+  // Settings apply to every device, as in PyTorch; a device given must still be one.
+  resolveDevice(o.device, 'device');
+  // Everything is checked: only now does anything change.
+  if (depth !== undefined) stacks.depth = depth;
+  apply(enabled !== null, enabled === null ? 0 : CONTEXT_LEVEL[context ?? ''] ?? 0, maxEntries, skipMask, clear, rate);
 }
+
+const optionalBoolean = (o: Record<string, unknown>, key: string, fallback: boolean): boolean =>
+  o[key] === undefined ? fallback : checkBoolean(key, o[key]);
 
 function recordLegacy(enabled: boolean, o: Record<string, unknown>): void {
   const known = ['record_context', 'trace_alloc_max_entries', 'trace_alloc_record_context', 'device', 'record_context_cpp', 'clear_history', 'skip_actions'];
   checkOptions('legacy options', o, known);
-  const recordContext = o.record_context === undefined ? true : o.record_context === true;
-  const allocContext = o.trace_alloc_record_context === true;
+  const recordContext = optionalBoolean(o, 'record_context', true);
+  const allocContext = optionalBoolean(o, 'trace_alloc_record_context', false);
+  optionalBoolean(o, 'record_context_cpp', false);
+  const clear = optionalBoolean(o, 'clear_history', false);
   const max = o.trace_alloc_max_entries === undefined ? 1 : checkInteger('trace_alloc_max_entries', o.trace_alloc_max_entries, 0, Number.MAX_SAFE_INTEGER);
+  const skipMask = skipMaskOf(o.skip_actions, 'skip_actions');
+  resolveDevice(o.device, 'device');
   const level = !enabled ? 0 : allocContext ? 2 : recordContext ? 1 : 0;
-  apply(enabled, level, max, skipMaskOf(o.skip_actions as string[] | undefined), o.clear_history === true, 1);
+  apply(enabled, level, max, skipMask, clear, 1);
 }
 
-function skipMaskOf(actions: unknown): number {
+function skipMaskOf(actions: unknown, name: string): number {
   if (actions === undefined || actions === null) return 0;
-  if (!Array.isArray(actions)) throw typeError('an array of action names', 'skipActions', actions);
+  if (!Array.isArray(actions)) throw typeError('an array of action names', name, actions);
   actionNames ??= native.traceActionNames();
   let mask = 0;
   for (const a of actions) {
     const i = actionNames.indexOf(a as string);
     if (i < 0) {
-      throw new ArgumentTypeError(`Unknown action ${describe(a)} in skipActions; known actions are ${actionNames.join(', ')}`);
+      throw new ArgumentTypeError(`Unknown action ${describe(a)} in ${name}; known actions are ${actionNames.join(', ')}`);
     }
     mask |= 1 << i;
   }

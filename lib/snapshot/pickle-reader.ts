@@ -5,9 +5,13 @@
 // crash or a hang (every loop advances through a bounded buffer).
 // Integers beyond 2^53 come back as BigInt. Objects read back through the memo are marked
 // shared, so writing them again stores them once, as the original did.
+// Safe by construction: every opcode is linear in its input (a long integer is parsed from
+// hex, not shifted in byte by byte), a dict key never reaches a prototype (`__proto__` is
+// an ordinary own key), and an opcode that names Python code (GLOBAL, REDUCE, ...) is
+// refused before anything is built: a snapshot holds only plain containers.
 import { CorruptSnapshotError } from '../errors.js';
 import { markShared } from '../history/stack-store.js';
-import { tuple } from './tuple.js';
+import { asTuple, tuple } from './tuple.js';
 
 type Item = unknown;
 
@@ -40,7 +44,11 @@ export function readPickle(data: Uint8Array): unknown {
     if (target === null || typeof target !== 'object' || Array.isArray(target)) fail('SETITEMS on a non-dict');
     if (items.length % 2) fail('odd number of dict items');
     const obj = target as Record<string, unknown>;
-    for (let i = 0; i < items.length; i += 2) obj[String(items[i])] = items[i + 1];
+    for (let i = 0; i < items.length; i += 2) {
+      const key = String(items[i]);
+      if (key === '__proto__') Object.defineProperty(obj, key, { value: items[i + 1], writable: true, enumerable: true, configurable: true });
+      else obj[key] = items[i + 1];
+    }
   };
   const append = (target: Item, items: Item[]): void => {
     if (!Array.isArray(target)) fail('APPENDS on a non-list');
@@ -52,14 +60,25 @@ export function readPickle(data: Uint8Array): unknown {
     if (v !== null && typeof v === 'object') markShared(v);
     stack.push(v);
   };
+  // Little-endian two's complement of n bytes. Up to 6 bytes fit a double exactly; longer
+  // ones go through one hex string, linear in n (shifting a BigInt per byte is quadratic).
   const readLong = (n: number): number | bigint => {
     need(n);
     if (n === 0) return 0;
-    let v = 0n;
-    for (let i = n - 1; i >= 0; i--) v = (v << 8n) | BigInt(buf[pos + i]!);
-    if (buf[pos + n - 1]! & 0x80) v -= 1n << BigInt(8 * n);
+    const negative = (buf[pos + n - 1]! & 0x80) !== 0;
+    let out: number | bigint;
+    if (n <= 6) {
+      let v = 0;
+      for (let i = n - 1; i >= 0; i--) v = v * 256 + buf[pos + i]!;
+      out = negative ? v - 2 ** (8 * n) : v;
+    } else {
+      const hex = Buffer.from(buf.subarray(pos, pos + n)).reverse().toString('hex');
+      let v = BigInt(`0x${hex}`);
+      if (negative) v -= 1n << BigInt(8 * n);
+      out = v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+    }
     pos += n;
-    return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+    return out;
   };
   const readString = (n: number): string => {
     need(n);
@@ -93,7 +112,7 @@ export function readPickle(data: Uint8Array): unknown {
       case 0x61: { const v = pop(); append(top(), [v]); break; } // APPEND
       case 0x65: { const items = popMark(); append(top(), items); break; } // APPENDS
       case 0x29: stack.push(tuple()); break; // EMPTY_TUPLE
-      case 0x74: stack.push(tuple(...popMark())); break; // TUPLE
+      case 0x74: stack.push(asTuple(popMark())); break; // TUPLE
       case 0x85: stack.push(tuple(pop())); break; // TUPLE1
       case 0x86: { const b = pop(); const a = pop(); stack.push(tuple(a, b)); break; } // TUPLE2
       case 0x87: { const c = pop(); const b = pop(); const a = pop(); stack.push(tuple(a, b, c)); break; } // TUPLE3
@@ -114,6 +133,13 @@ export function readPickle(data: Uint8Array): unknown {
       case 0x72: { need(4); memo[buf.readUInt32LE(pos)] = top(); pos += 4; break; } // LONG_BINPUT
       case 0x68: need(1); memoGet(buf[pos++]!); break; // BINGET
       case 0x6a: { need(4); const i = buf.readUInt32LE(pos); pos += 4; memoGet(i); break; } // LONG_BINGET
+      case 0x63: case 0x93: case 0x52: case 0x69: case 0x6f: case 0x81: case 0x92: case 0x62:
+      case 0x82: case 0x83: case 0x84: case 0x50: case 0x51: // GLOBAL ... BINPERSID
+        pos--;
+        throw new CorruptSnapshotError(
+          `refused to load: opcode 0x${op.toString(16)} at byte ${pos} names Python code or objects; a memory ` +
+            'snapshot holds only dicts, lists, tuples, numbers and strings, and nothing in this file was run',
+          pos, undefined, 'ERR_CCA_UNSAFE_PICKLE');
       default:
         pos--;
         fail(`unsupported opcode 0x${op.toString(16)} (snapshots hold only dicts, lists, tuples, numbers and strings)`);

@@ -3,6 +3,11 @@
 const TUPLE = Symbol.for('cuda-caching-allocator.tuple');
 
 export function tuple<T>(...items: T[]): T[] {
+  return asTuple(items);
+}
+
+/** Brands an array as a tuple in place (no spread: a pickle's TUPLE may hold millions). */
+export function asTuple<T>(items: T[]): T[] {
   Object.defineProperty(items, TUPLE, { value: true });
   return items;
 }

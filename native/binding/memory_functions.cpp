@@ -103,6 +103,16 @@ Napi::Value SetAllocatorSettings(const Napi::CallbackInfo& info) {
   });
 }
 
+// Parses a config string and throws as setAllocatorSettings would, changing nothing: callers
+// that replace the runtime (replay) check their settings before they touch it.
+Napi::Value CheckAllocatorSettings(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    (void)AllocatorConfig::parse(string_arg(info, 0, "settings"));
+    return env.Undefined();
+  });
+}
+
 // PyTorch's allocator_settings dict.
 Napi::Value AllocatorSettings(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -143,6 +153,7 @@ void register_memory_functions(Napi::Env env, Napi::Object exports) {
   exports.Set("setMemoryFraction", Napi::Function::New(env, SetMemoryFraction, "setMemoryFraction"));
   exports.Set("getMemoryFraction", Napi::Function::New(env, GetMemoryFraction, "getMemoryFraction"));
   exports.Set("setAllocatorSettings", Napi::Function::New(env, SetAllocatorSettings, "setAllocatorSettings"));
+  exports.Set("checkAllocatorSettings", Napi::Function::New(env, CheckAllocatorSettings, "checkAllocatorSettings"));
   exports.Set("allocatorSettings", Napi::Function::New(env, AllocatorSettings, "allocatorSettings"));
   exports.Set("validate", Napi::Function::New(env, Validate, "validate"));
 }
