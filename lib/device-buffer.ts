@@ -1,7 +1,7 @@
 // A device allocation. It holds the pointer; the memory goes back to the allocator's
 // cache on free() (or `using`), never straight to the device.
 import { ArgumentTypeError, InvalidPointerError } from './errors.js';
-import { checkInteger, rangeError, typeError } from './validate.js';
+import { checkInteger, describe, rangeError, typeError } from './validate.js';
 import { native } from './native.js';
 import type { Stream } from './stream.js';
 import { generation } from './generation.js';
@@ -53,7 +53,7 @@ export class DeviceBuffer {
    * Freeing twice throws an InvalidPointerError (`ERR_CCA_INVALID_POINTER`).
    */
   free(): void {
-    this.assertLive('free');
+    DeviceBuffer.#assertLive(this, 'free');
     if (this.ptr !== 0) {
       // With context 'all', frees carry the stack of the free site.
       if (capture.level === 3 && sampleStack()) native.free(this.device, this.ptr, stacks.capture(DeviceBuffer.prototype.free));
@@ -67,7 +67,7 @@ export class DeviceBuffer {
    * stream, and waits for the copy: `src` may be reused when this returns.
    */
   copyFrom(src: ArrayBufferView, offset = 0): this {
-    this.assertLive('copyFrom');
+    DeviceBuffer.#assertLive(this, 'copyFrom');
     this.#checkSpan('copyFrom', src, offset);
     if (src.byteLength > 0) native.copyHtoD(this.device, this.ptr, offset, src);
     return this;
@@ -75,7 +75,7 @@ export class DeviceBuffer {
 
   /** Copies `dst.byteLength` bytes from `offset` into `dst` (after the stream's queued work). */
   copyTo<T extends ArrayBufferView>(dst: T, offset = 0): T {
-    this.assertLive('copyTo');
+    DeviceBuffer.#assertLive(this, 'copyTo');
     this.#checkSpan('copyTo', dst, offset);
     if (dst.byteLength > 0) native.copyDtoH(this.device, this.ptr, offset, dst);
     return dst;
@@ -83,7 +83,7 @@ export class DeviceBuffer {
 
   /** Sets `bytes` bytes (default: to the end) from `offset` to `value` (0-255). */
   fill(value: number, offset = 0, bytes?: number): this {
-    this.assertLive('fill');
+    DeviceBuffer.#assertLive(this, 'fill');
     checkInteger('value', value, 0, 255);
     checkInteger('offset', offset, 0, this.size);
     // The default is computed after offset is known to be a number (`size - 0n` would throw).
@@ -113,9 +113,20 @@ export class DeviceBuffer {
 
   /** Throws unless the buffer is live. @internal */
   assertLive(operation: string): void {
-    if (!DeviceBuffer.isDeviceBuffer(this)) {
-      throw new ArgumentTypeError(`${operation}: not a DeviceBuffer made by cuda.alloc()`, 'ERR_INVALID_ARG_TYPE');
+    DeviceBuffer.#assertLive(this, operation);
+  }
+
+  // A static check, so that a method called on something else (`const f = buf.free; f()`,
+  // or an object made with DeviceBuffer's prototype) gets a coded error too.
+  static #assertLive(buf: unknown, operation: string): asserts buf is DeviceBuffer {
+    if (!DeviceBuffer.isDeviceBuffer(buf)) {
+      throw new ArgumentTypeError(`${operation}: expected a DeviceBuffer made by cuda.alloc() as the buffer, ` +
+        `but received ${describe(buf)}`, 'ERR_INVALID_ARG_TYPE');
     }
+    buf.#assertCurrent(operation);
+  }
+
+  #assertCurrent(operation: string): void {
     if (this.#freed) {
       throw new InvalidPointerError(
         `${operation}: buffer 0x${this.ptr.toString(16)} (${this.size} bytes on device ${this.device}) ` +

@@ -1,7 +1,9 @@
 // Human-readable sizes and counts.
+import { typeError } from './validate.js';
 
 /** PyTorch's format_size, as used in out-of-memory messages: "512 bytes", "1.50 MiB". */
 export function formatSize(bytes: number): string {
+  if (typeof bytes !== 'number' || !Number.isFinite(bytes)) throw typeError('a finite number of bytes', 'bytes', bytes);
   if (bytes <= 1024) return `${bytes} bytes`;
   if (bytes <= 1024 ** 2) return `${(bytes / 1024).toFixed(2)} KiB`;
   if (bytes <= 1024 ** 3) return `${(bytes / 1024 ** 2).toFixed(2)} MiB`;

@@ -20,7 +20,7 @@ export class MemPool {
 
   constructor(options?: { device?: number }) {
     const o = checkOptions<{ device: number }>('MemPool options', options, ['device']);
-    this.device = resolveDevice(o.device);
+    this.device = resolveDevice(o.device, 'options.device');
     this.id = tuple(0, native.poolCreate(this.device));
   }
 
@@ -31,7 +31,17 @@ export class MemPool {
 
   /** @internal */
   assertUsable(): void {
-    if (!MemPool.isMemPool(this)) throw typeError('a MemPool made with new MemPool()', 'pool', this);
+    MemPool.#assertUsable(this);
+  }
+
+  // Static, so a method called on something else (`const f = pool.release; f()`) is refused
+  // with a code too.
+  static #assertUsable(pool: unknown): asserts pool is MemPool {
+    if (!MemPool.isMemPool(pool)) throw typeError('a MemPool made with new MemPool()', 'pool', pool);
+    pool.#assertCurrent();
+  }
+
+  #assertCurrent(): void {
     if (this.#released || this.#generation !== generation()) {
       throw new InvalidArgumentError(`MemPool (${this.id.join(', ')}) was released`, 'ERR_CCA_INVALID_POOL');
     }
@@ -39,12 +49,13 @@ export class MemPool {
 
   /** Users of the pool: 1 for the MemPool itself, +1 while use_mem_pool runs; 0 once released. */
   use_count(): number {
+    if (!MemPool.isMemPool(this)) throw typeError('a MemPool made with new MemPool()', 'pool', this);
     return this.#generation === generation() ? native.poolUseCount(this.device, this.id[1]!) : 0;
   }
 
   /** This pool's segments (the fast path reads no history). */
   snapshot(options?: { includeTraces?: boolean }): Segment[] {
-    this.assertUsable();
+    MemPool.#assertUsable(this);
     const o = checkOptions<{ includeTraces: boolean }>('snapshot options', options, ['includeTraces']);
     if (o.includeTraces !== undefined) checkBoolean('options.includeTraces', o.includeTraces);
     return segmentsOf({ mempoolId: this.id }, [this.device]);
@@ -55,7 +66,7 @@ export class MemPool {
    * allocated from it; live buffers stay valid until freed.
    */
   release(): void {
-    this.assertUsable();
+    MemPool.#assertUsable(this);
     native.poolRelease(this.device, this.id[1]!);
     this.#released = true;
   }

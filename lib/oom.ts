@@ -30,7 +30,11 @@ export function onOutOfMemory(callback: (e: OutOfMemoryEvent) => void): () => vo
  * `{pid}` and `{time}` in the path are replaced. `null` turns it off.
  */
 export function dumpSnapshotOnOutOfMemory(path: string | null): void {
-  dumpPath = path === null ? null : checkString('path', path);
+  if (path !== null) {
+    checkString('path', path);
+    if (path === '') throw typeError('a file name (or null to stop)', 'path', path);
+  }
+  dumpPath = path;
 }
 
 /** @internal Called by cuda.alloc before rethrowing. Hooks never replace the OOM error. */

@@ -3,7 +3,7 @@
 import { ArgumentTypeError, InvalidArgumentError } from './errors.js';
 import { native } from './native.js';
 import { resolveDevice } from './device.js';
-import { checkOptions } from './validate.js';
+import { checkOptions, describe } from './validate.js';
 import { generation } from './generation.js';
 
 // Only this module makes Streams: a handle typed in by hand (`new Stream(0, 0xdead)` from
@@ -31,7 +31,7 @@ export class Stream {
   /** Creates a stream on `device` (default: the current device). */
   static create(options?: { device?: number }): Stream {
     const o = checkOptions<{ device: number }>('Stream.create options', options, ['device']);
-    const device = resolveDevice(o.device);
+    const device = resolveDevice(o.device, 'options.device');
     return new Stream(STREAM_KEY, device, native.streamCreate(device));
   }
 
@@ -51,9 +51,20 @@ export class Stream {
 
   /** Throws unless the stream can still be used. @internal */
   assertUsable(name = 'stream'): void {
-    if (!Stream.isStream(this)) {
-      throw new ArgumentTypeError(`${name}: not a Stream from cuda.Stream.create() or cuda.defaultStream()`);
+    Stream.#assertUsable(this, name);
+  }
+
+  // Static, so a method called on something else (`const f = s.destroy; f()`) is refused
+  // with a code too.
+  static #assertUsable(stream: unknown, name: string): asserts stream is Stream {
+    if (!Stream.isStream(stream)) {
+      throw new ArgumentTypeError(`Expected a Stream from cuda.Stream.create() or cuda.defaultStream() for ${name} ` +
+        `but received ${describe(stream)}`);
     }
+    stream.#assertCurrent(name);
+  }
+
+  #assertCurrent(name: string): void {
     if (this.#destroyed) {
       throw new InvalidArgumentError(
         `${name} (handle 0x${this.handle.toString(16)} on device ${this.device}) was destroyed; create a new Stream`,
@@ -70,19 +81,19 @@ export class Stream {
 
   /** Waits for the work queued on this stream; frees that waited on it complete. */
   synchronize(): void {
-    this.assertUsable();
+    Stream.#assertUsable(this, 'stream');
     native.streamSynchronize(this.device, this.handle);
   }
 
   /** True when the work queued on this stream is done; does not wait. */
   query(): boolean {
-    this.assertUsable();
+    Stream.#assertUsable(this, 'stream');
     return native.streamQuery(this.device, this.handle);
   }
 
   /** Destroys the stream after waiting for its work. The default stream cannot be destroyed. */
   destroy(): void {
-    this.assertUsable();
+    Stream.#assertUsable(this, 'stream');
     if (this.handle === 0) {
       throw new InvalidArgumentError('the default stream cannot be destroyed', 'ERR_CCA_INVALID_STREAM');
     }

@@ -31,6 +31,12 @@ export function checkSize(name: string, value: unknown): number {
     throw rangeError('a size in bytes (a non-negative integer)', name, value,
       Number.isNaN(value) ? '' : value < 0 ? '; sizes cannot be negative' : '; round it to whole bytes');
   }
+  // Above 2^53 a Number no longer holds every integer, so the size asked for may not be the
+  // size meant. From 1 EiB (2^60) up a request is an out-of-memory error, as in PyTorch.
+  if (value > Number.MAX_SAFE_INTEGER && value < 2 ** 60) {
+    throw rangeError('a size in bytes of at most 2^53-1 (Number.MAX_SAFE_INTEGER)', name, value,
+      '; a Number this large is not an exact integer');
+  }
   return value;
 }
 

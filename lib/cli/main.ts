@@ -3,7 +3,7 @@
 import { Command, InvalidArgumentError as CliArgumentError } from 'commander';
 import { runDemo } from '../demo.js';
 import { loadSnapshot } from '../snapshot/load.js';
-import { formatFor, writeSnapshotFile } from '../snapshot/dump.js';
+import { formatFor, unwritable, writeSnapshotFile } from '../snapshot/dump.js';
 import { summarize } from '../analysis/summary.js';
 import { renderSegments, renderSnapshotSummary, renderTrace } from './format-snapshot.js';
 import { fragmentation } from '../analysis/fragmentation.js';
@@ -27,7 +27,9 @@ program
   .name('cca')
   .description('cuda-caching-allocator: a PyTorch-style CUDA caching allocator for Node.js, and its tools.\n' +
     'Snapshot commands read our files and PyTorch\'s (pickle or JSON).')
-  .option('--max-bytes <n>', 'refuse snapshot files larger than this (default 2 GiB)', integer('--max-bytes', 1));
+  .option('--max-bytes <n>', 'refuse snapshot files larger than this (default 2 GiB)', integer('--max-bytes', 1))
+  // Usage errors carry a stable code like every other error (subcommands inherit this).
+  .configureOutput({ outputError: (str, write) => write(`cca: ${str.replace(/^error: /, '').trimEnd()} (ERR_CCA_USAGE)\n`) });
 
 /** Reads a snapshot file under the global --max-bytes limit. */
 const load = (file: string) => loadSnapshot(file, { maxBytes: program.opts<{ maxBytes?: number }>().maxBytes });
@@ -146,7 +148,11 @@ program
   .requiredOption('-o, --output <file>', 'the HTML file to write')
   .action((file: string, opts: { output: string }) => {
     const html = viewerHtml(load(file), basename(file));
-    writeFileSync(opts.output, html);
+    try {
+      writeFileSync(opts.output, html);
+    } catch (e) {
+      throw unwritable(opts.output, e as NodeJS.ErrnoException);
+    }
     process.stderr.write(`wrote ${opts.output} (${(Buffer.byteLength(html) / 2 ** 20).toFixed(1)} MiB); open it in a browser\n`);
   });
 

@@ -51,6 +51,10 @@ let actionNames: string[] | undefined;
 export function recordMemoryHistory(enabledOrOptions?: HistoryEnabled | boolean | RecordHistoryOptions, legacy?: Record<string, unknown>): void {
   if (typeof enabledOrOptions === 'boolean') return recordLegacy(enabledOrOptions, legacy ?? {});
   let o: Partial<RecordHistoryOptions>;
+  if ((typeof enabledOrOptions !== 'object' && enabledOrOptions !== undefined && typeof enabledOrOptions !== 'string') ||
+      Array.isArray(enabledOrOptions)) {
+    throw typeError("'all', 'state', null (stop), or an options object", 'enabled', enabledOrOptions);
+  }
   if (enabledOrOptions === undefined || enabledOrOptions === null || typeof enabledOrOptions === 'string') {
     o = { ...checkOptions<RecordHistoryOptions>('options', legacy, OPTION_KEYS), enabled: enabledOrOptions === undefined ? 'all' : enabledOrOptions };
   } else {
@@ -61,11 +65,11 @@ export function recordMemoryHistory(enabledOrOptions?: HistoryEnabled | boolean 
     throw typeError("'state', 'all', or null", 'enabled', enabled);
   }
   const context = o.context === undefined ? 'all' : o.context;
-  if (context !== null && !(context in CONTEXT_LEVEL)) throw typeError("'state', 'alloc', 'all', or null", 'context', context);
+  if (context !== null && (typeof context !== 'string' || !Object.hasOwn(CONTEXT_LEVEL, context))) throw typeError("'state', 'alloc', 'all', or null", 'context', context);
   if (o.stacks !== undefined && !['js', 'all', 'python'].includes(o.stacks)) throw typeError("'js' or 'all'", 'stacks', o.stacks);
   let maxEntries = o.maxEntries === undefined ? Number.MAX_SAFE_INTEGER : checkInteger('maxEntries', o.maxEntries, 0, Number.MAX_SAFE_INTEGER);
   if (enabled !== 'all') maxEntries = 1;
-  const rate = o.stackSampleRate ?? 1;
+  const rate = o.stackSampleRate === undefined ? 1 : o.stackSampleRate;
   if (typeof rate !== 'number') throw typeError('a number in (0, 1]', 'stackSampleRate', rate);
   if (!(rate > 0 && rate <= 1)) throw rangeError('a number in (0, 1]', 'stackSampleRate', rate);
   const depth = o.stackDepth === undefined ? undefined : checkInteger('stackDepth', o.stackDepth, 1, 200);

@@ -109,7 +109,8 @@ export function writeSnapshotFile(snapshot: unknown, path: string, format?: Snap
   return { path, format, bytes: sink.bytesWritten };
 }
 
-function unwritable(path: string, e: NodeJS.ErrnoException): SnapshotFileError {
+/** A coded error for a file that could not be written (ERR_CCA_FILE_UNWRITABLE). */
+export function unwritable(path: string, e: NodeJS.ErrnoException): SnapshotFileError {
   const why = e.code === 'ENOENT' ? 'its folder does not exist' : e.code === 'EACCES' ? 'permission denied'
     : e.code === 'EISDIR' ? 'it is a directory' : e.message;
   return new SnapshotFileError(`cannot write ${path}: ${why}`, 'ERR_CCA_FILE_UNWRITABLE', path, e.code);
