@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CorruptSnapshotError, cuda, encodeSnapshot, loadSnapshot, memory, parseSnapshot, tuple, Stream } from '../lib/index.js';
 import { freshSim, MiB } from './helpers.js';
+import { readPickle } from '../lib/snapshot/pickle-reader.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
 const SUMMARY = fileURLToPath(new URL('./fixtures/pytorch-resnet50-snapshot.summary.json', import.meta.url));
@@ -195,3 +196,45 @@ describe('corrupt input', () => {
       .toBe(`${2n ** 60n + 1n} ${-(2n ** 70n)} (1, 2)`);
   });
 });
+
+describe('the reader cannot be made slow, polluted or run code', () => {
+  const dict = (key: string, valueOps: number[]) => {
+    const k = Buffer.from(key);
+    return Buffer.from([0x80, 4, 0x7d, 0x8c, k.length, ...k, ...valueOps, 0x73, 0x2e]);
+  };
+
+  it('reads a 4 MB LONG4 integer (quadratic readers take hours), exactly', () => {
+    const n = 4 << 20;
+    const len = Buffer.alloc(4);
+    len.writeUInt32LE(n);
+    const body = Buffer.alloc(n, 0x01);
+    const k = Buffer.from('big');
+    const bytes = Buffer.concat([Buffer.from([0x80, 4, 0x7d, 0x8c, k.length]), k, Buffer.from([0x8b]), len, body, Buffer.from([0x73, 0x2e])]);
+    const v = (parseSnapshot as unknown as (b: Uint8Array) => unknown);
+    // Not a snapshot (no segments), so the validator refuses it, after the reader read it all.
+    expect(() => v(bytes)).toThrow(/segments: expected a list/);
+    // The same integer through the raw reader: its value is 0x0101...01 (n bytes).
+    const big = readPickleValue(bytes) as Record<string, bigint>;
+    expect(big.big! % (1n << 64n)).toBe(0x0101010101010101n);
+    expect(big.big!.toString(16).length).toBe(2 * n - 1);
+  });
+
+  it('keeps a "__proto__" key as an own key, never as the prototype', () => {
+    const ops = [0x5d];  // EMPTY_LIST as the value
+    const v = readPickleValue(dict('__proto__', ops)) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(v)).toBe(Object.prototype);
+    expect(Object.hasOwn(v, '__proto__')).toBe(true);
+    expect(Array.isArray(Object.getOwnPropertyDescriptor(v, '__proto__')!.value)).toBe(true);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('refuses every opcode that names Python code, before building anything', () => {
+    for (const op of [0x63, 0x93, 0x52, 0x69, 0x6f, 0x81, 0x92, 0x62, 0x82, 0x83, 0x84, 0x50, 0x51]) {
+      expect(() => parseSnapshot(Buffer.from([0x80, 4, op, 0x2e]))).toThrow(expect.objectContaining({ code: 'ERR_CCA_UNSAFE_PICKLE' }));
+    }
+  });
+});
+
+function readPickleValue(bytes: Uint8Array): unknown {
+  return readPickle(bytes);
+}

@@ -67,7 +67,9 @@ export function blockMap(segment: Segment, width: number): string {
     const mark = b.state === 'active_allocated' ? '#' : '~';
     const start = b.address - segment.address;
     const end = start + b.size;
-    for (let c = Math.floor(start / cell); c < width && c * cell < end; c++) {
+    // Clamped to the map: a block outside its segment (a corrupt or hand-made one) must not
+    // walk from cell -10^12.
+    for (let c = Math.max(0, Math.floor(start / cell)); c < width && c * cell < end; c++) {
       const covered = Math.min(end, (c + 1) * cell) - Math.max(start, c * cell);
       weight[c]! += covered;
       // A cell shows a live block once live bytes make up half of it.

@@ -46,7 +46,8 @@ export interface ReplayReport {
   ours: ReplaySide;
   /** The first entry after which reserved growth since the start differs, or null. */
   firstDivergence: { index: number; action: string; recordedGrowth: number; ourGrowth: number } | null;
-  /** Set when our allocator ran out of the simulated capacity; the replay stopped there. */
+  /** Set when our allocator ran out of the simulated capacity; the replay stopped there (index
+   *  -1: the state the history started from did not fit). */
   oom: { index: number; size: number; message: string } | null;
 }
 
@@ -120,80 +121,91 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     return st;
   };
   const live = new Map<number, DeviceBuffer>();
-  // The recorded side comes from the same engine as the viewer's timeline.
-  const rec = timeline(s, device);
-  const initial = rec.initialLive;
-  let initialBytes = 0;
-  for (const addr of [...initial.keys()].sort((a, b) => a - b)) {
-    const l = initial.get(addr)!;
-    live.set(addr, cuda.alloc(l.size, { stream: streamFor(l.stream) }));
-    initialBytes += l.size;
-  }
-  const stat = (k: string): number => memory.memory_stats(0)[k] as number;
-  const growthsAtStart = stat('num_device_alloc');
-  const shrinksAtStart = stat('num_device_free');
-  const ours: ReplaySide = { startReserved: memory.memory_reserved(0), peakReserved: 0, endReserved: 0, segmentGrowths: 0, segmentShrinks: 0 };
-  ours.peakReserved = ours.startReserved;
-  const recorded: ReplaySide = { startReserved: rec.reservedAtStart, peakReserved: 0, endReserved: 0, segmentGrowths: 0, segmentShrinks: 0 };
-  recorded.peakReserved = recorded.startReserved;
-
-  const freeAt = releasingAction(trace);
-  let recordedNow = recorded.startReserved;
-  let ourNow = ours.startReserved;
-  let allocs = 0;
-  let frees = 0;
-  let unknownFrees = 0;
-  let poolAllocs = 0;
-  let firstDivergence: ReplayReport['firstDivergence'] = null;
-  let oom: ReplayReport['oom'] = null;
-  const every = Math.max(1, Math.floor(trace.length / 100));
-  for (let i = 0; i < trace.length; i++) {
-    const e = trace[i]!;
-    const delta = segmentDelta(e);
-    if (delta > 0) recorded.segmentGrowths++;
-    if (delta < 0) recorded.segmentShrinks++;
-    recordedNow = rec.reserved[i]!;
-    recorded.peakReserved = Math.max(recorded.peakReserved, recordedNow);
-    if (e.action === 'alloc' && e.addr !== undefined) {
-      if (e.pool_id && (e.pool_id[0] !== 0 || e.pool_id[1] !== 0)) poolAllocs++;
-      live.get(e.addr)?.free();  // an address handed out twice: the ring lost the free between
+  // Whatever happens, the replay's buffers and streams go: the caller's runtime is left empty.
+  try {
+    // The recorded side comes from the same engine as the viewer's timeline.
+    const rec = timeline(s, device);
+    const initial = rec.initialLive;
+    let initialBytes = 0;
+    let oom: ReplayReport['oom'] = null;
+    for (const addr of [...initial.keys()].sort((a, b) => a - b)) {
+      const l = initial.get(addr)!;
       try {
-        live.set(e.addr, cuda.alloc(e.size, { stream: streamFor(e.stream) }));
+        live.set(addr, cuda.alloc(l.size, { stream: streamFor(l.stream) }));
       } catch (err) {
         if (!(err instanceof CudaOutOfMemoryError)) throw err;
-        oom = { index: i, size: e.size, message: err.message };
+        // The state the history started from does not fit: index -1, before the first entry.
+        oom = { index: -1, size: l.size, message: err.message };
         break;
       }
-      allocs++;
-      ourNow = memory.memory_reserved(0);
-      ours.peakReserved = Math.max(ours.peakReserved, ourNow);
-    } else if (e.action === freeAt && e.addr !== undefined) {
-      const buf = live.get(e.addr);
-      if (buf) {
-        buf.free();
-        live.delete(e.addr);
-        frees++;
-      } else {
-        unknownFrees++;
+      initialBytes += l.size;
+    }
+    const stat = (k: string): number => memory.memory_stats(0)[k] as number;
+    const growthsAtStart = stat('num_device_alloc');
+    const shrinksAtStart = stat('num_device_free');
+    const ours: ReplaySide = { startReserved: memory.memory_reserved(0), peakReserved: 0, endReserved: 0, segmentGrowths: 0, segmentShrinks: 0 };
+    ours.peakReserved = ours.startReserved;
+    const recorded: ReplaySide = { startReserved: rec.reservedAtStart, peakReserved: 0, endReserved: 0, segmentGrowths: 0, segmentShrinks: 0 };
+    recorded.peakReserved = recorded.startReserved;
+
+    const freeAt = releasingAction(trace);
+    let recordedNow = recorded.startReserved;
+    let ourNow = ours.startReserved;
+    let allocs = 0;
+    let frees = 0;
+    let unknownFrees = 0;
+    let poolAllocs = 0;
+    let firstDivergence: ReplayReport['firstDivergence'] = null;
+    const every = Math.max(1, Math.floor(trace.length / 100));
+    for (let i = 0; oom === null && i < trace.length; i++) {
+      const e = trace[i]!;
+      const delta = segmentDelta(e);
+      if (delta > 0) recorded.segmentGrowths++;
+      if (delta < 0) recorded.segmentShrinks++;
+      recordedNow = rec.reserved[i]!;
+      recorded.peakReserved = Math.max(recorded.peakReserved, recordedNow);
+      if (e.action === 'alloc' && e.addr !== undefined) {
+        if (e.pool_id && (e.pool_id[0] !== 0 || e.pool_id[1] !== 0)) poolAllocs++;
+        live.get(e.addr)?.free();  // an address handed out twice: the ring lost the free between
+        try {
+          live.set(e.addr, cuda.alloc(e.size, { stream: streamFor(e.stream) }));
+        } catch (err) {
+          if (!(err instanceof CudaOutOfMemoryError)) throw err;
+          oom = { index: i, size: e.size, message: err.message };
+          break;
+        }
+        allocs++;
+        ourNow = memory.memory_reserved(0);
+        ours.peakReserved = Math.max(ours.peakReserved, ourNow);
+      } else if (e.action === freeAt && e.addr !== undefined) {
+        const buf = live.get(e.addr);
+        if (buf) {
+          buf.free();
+          live.delete(e.addr);
+          frees++;
+        } else {
+          unknownFrees++;
+        }
       }
+      // Compared at allocs and frees: a recording puts segment events before the alloc that
+      // caused them, while ours happen inside it.
+      const settled = e.action === 'alloc' || e.action === freeAt;
+      if (settled && firstDivergence === null && recordedNow - recorded.startReserved !== ourNow - ours.startReserved) {
+        firstDivergence = { index: i, action: e.action, recordedGrowth: recordedNow - recorded.startReserved, ourGrowth: ourNow - ours.startReserved };
+      }
+      if (options.onProgress && i % every === 0) options.onProgress(i, trace.length);
     }
-    // Compared at allocs and frees: a recording puts segment events before the alloc that
-    // caused them, while ours happen inside it.
-    const settled = e.action === 'alloc' || e.action === freeAt;
-    if (settled && firstDivergence === null && recordedNow - recorded.startReserved !== ourNow - ours.startReserved) {
-      firstDivergence = { index: i, action: e.action, recordedGrowth: recordedNow - recorded.startReserved, ourGrowth: ourNow - ours.startReserved };
-    }
-    if (options.onProgress && i % every === 0) options.onProgress(i, trace.length);
+    options.onProgress?.(trace.length, trace.length);
+    recorded.endReserved = recordedNow;
+    ours.endReserved = memory.memory_reserved(0);
+    ours.segmentGrowths = stat('num_device_alloc') - growthsAtStart;
+    ours.segmentShrinks = stat('num_device_free') - shrinksAtStart;
+    return {
+      device, settings, capacityBytes, entries: trace.length, allocs, frees, unknownFrees, poolAllocs,
+      initialLive: { count: initial.size, bytes: initialBytes }, recorded, ours, firstDivergence, oom,
+    };
+  } finally {
+    for (const b of live.values()) if (!b.disposed) b.free();
+    for (const st of streams.values()) if (!st.destroyed) st.destroy();
   }
-  options.onProgress?.(trace.length, trace.length);
-  recorded.endReserved = recordedNow;
-  ours.endReserved = memory.memory_reserved(0);
-  ours.segmentGrowths = stat('num_device_alloc') - growthsAtStart;
-  ours.segmentShrinks = stat('num_device_free') - shrinksAtStart;
-  for (const b of live.values()) b.free();
-  for (const st of streams.values()) st.destroy();
-  return {
-    device, settings, capacityBytes, entries: trace.length, allocs, frees, unknownFrees, poolAllocs,
-    initialLive: { count: initial.size, bytes: initialBytes }, recorded, ours, firstDivergence, oom,
-  };
 }

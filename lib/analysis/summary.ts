@@ -56,7 +56,13 @@ function summarizeDevice(device: number, segs: Segment[], traces: TraceEntry[], 
   }
   const traceByAction: Record<string, number> = {};
   for (const e of traces) traceByAction[e.action] = (traceByAction[e.action] ?? 0) + 1;
-  const times = traces.map((e) => e.time_us).filter((t) => typeof t === 'number');
+  // A loop, not Math.max(...times): spreading a million arguments overflows the stack.
+  let first = Infinity;
+  let last = -Infinity;
+  for (const e of traces) {
+    if (e.time_us < first) first = e.time_us;
+    if (e.time_us > last) last = e.time_us;
+  }
   return {
     device,
     segments: segs.length,
@@ -70,6 +76,6 @@ function summarizeDevice(device: number, segs: Segment[], traces: TraceEntry[], 
     externalFragmentation: frag?.external ?? 0,
     traceEntries: traces.length,
     traceByAction,
-    traceSpanMs: times.length > 1 ? (Math.max(...times) - Math.min(...times)) / 1000 : 0,
+    traceSpanMs: traces.length > 1 ? (last - first) / 1000 : 0,
   };
 }

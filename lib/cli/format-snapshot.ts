@@ -42,7 +42,7 @@ export function renderSegments(snapshot: Snapshot): string {
       humanBytes(s.allocated_size ?? 0), String(s.blocks.length), humanBytes(free),
     ]);
   }
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  const widths = rows[0]!.map((_, c) => rows.reduce((w, r) => Math.max(w, r[c]!.length), 0));
   return `${rows.map((r) => r.map((cell, c) => (c === 0 || c > 4 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join('  ')).join('\n')}\n`;
 }
 

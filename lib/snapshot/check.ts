@@ -155,7 +155,8 @@ class Checker {
     if (top.segments === undefined) this.fail('segments', 'a list of segments (is this a memory snapshot?)', undefined);
     const segments = this.list(top.segments, 'segments');
     for (let i = 0; i < segments.length; i++) this.segment(segments[i], `segments[${i}]`);
-    const traces = this.list(top.device_traces ?? [], 'device_traces');
+    // Old PyTorch files have no device_traces; null is not a list.
+    const traces = this.list(top.device_traces === undefined ? [] : top.device_traces, 'device_traces');
     for (let d = 0; d < traces.length; d++) {
       const list = this.list(traces[d], `device_traces[${d}]`);
       for (let i = 0; i < list.length; i++) this.traceEntry(list[i], `device_traces[${d}][${i}]`);

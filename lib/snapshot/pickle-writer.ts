@@ -11,6 +11,7 @@
 // boundary as Python's unpickler requires.
 import { isShared } from '../history/stack-store.js';
 import { isTuple } from './tuple.js';
+import { ArgumentRangeError, ArgumentTypeError } from '../errors.js';
 import { LazyList } from './lazy-list.js';
 import type { ByteSink } from './sink.js';
 
@@ -86,7 +87,9 @@ export class PickleWriter {
     this.#flushFrame();
     switch (typeof v) {
       case 'number':
-        return Number.isInteger(v) && Math.abs(v) < 2 ** 63 ? this.#int(v) : this.#float(v);
+        // A Number is a double: only a safe integer is surely an integer value; beyond 2^53 it
+        // stays a float, so that reading the file back gives the same Number, not a BigInt.
+        return Number.isSafeInteger(v) ? this.#int(v) : this.#float(v);
       case 'string':
         return this.#string(v);
       case 'boolean':
@@ -101,7 +104,8 @@ export class PickleWriter {
         if (v instanceof LazyList) return this.#lazyList(v);
         return this.#dict(v as Record<string, unknown>);
       default:
-        throw new TypeError(`cannot pickle a value of type ${typeof v}`);
+        throw new ArgumentTypeError(`cannot write a value of type ${typeof v} into a snapshot (only dicts, lists, ` +
+          'numbers, strings, booleans and null)');
     }
   }
 
@@ -144,8 +148,14 @@ export class PickleWriter {
     }
   }
 
-  // LONG1: little-endian two's complement in as few bytes as keep the sign.
+  // LONG1: little-endian two's complement in as few bytes as keep the sign. MemoryViz's
+  // reader knows no LONG4, so an integer needs at most 255 bytes; the size is checked from
+  // its hex form first (linear), before the byte loop (quadratic in the size).
   #long(v: bigint): void {
+    if ((v < 0n ? -v : v).toString(16).length > 500) {
+      throw new ArgumentRangeError('cannot write an integer of more than 2,000 bits into a snapshot pickle ' +
+        '(memory_viz reads at most 255-byte integers); write JSON instead');
+    }
     const bytes: number[] = [];
     let x = v;
     for (;;) {
@@ -154,7 +164,6 @@ export class PickleWriter {
       x >>= 8n;
       if ((x === 0n && (b & 0x80) === 0) || (x === -1n && (b & 0x80) !== 0)) break;
     }
-    if (bytes.length > 255) throw new RangeError('integer too large for LONG1');
     this.#ensure(2 + bytes.length);
     this.#buf[this.#pos++] = OP.LONG1;
     this.#buf[this.#pos++] = bytes.length;
