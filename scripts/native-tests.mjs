@@ -3,16 +3,25 @@
 //   node scripts/native-tests.mjs --sanitize   AddressSanitizer + UBSan build in build-asan/,
 //                                               CCA_DEBUG=3 (the validator after every
 //                                               operation), a shorter random sequence
+//   node scripts/native-tests.mjs --tsan       ThreadSanitizer build in build-tsan/, running
+//                                               the tests whose name says "concurrent"
 import { execFileSync } from 'node:child_process';
 
 const sanitize = process.argv.includes('--sanitize');
-const dir = sanitize ? 'build-asan' : 'build-tests';
+const tsan = process.argv.includes('--tsan');
+const dir = sanitize ? 'build-asan' : tsan ? 'build-tsan' : 'build-tests';
 const run = (cmd, args, env = {}) =>
   execFileSync(cmd, args, { stdio: 'inherit', env: { ...process.env, ...env } });
 
 run('cmake', ['-S', '.', '-B', dir, '-DCCA_BUILD_TESTS=ON',
-  `-DCCA_SANITIZE=${sanitize ? 'ON' : 'OFF'}`, `-DCCA_DEBUG=${sanitize ? 3 : 0}`, `-DCMAKE_BUILD_TYPE=${sanitize ? 'Debug' : 'Release'}`]);
+  `-DCCA_SANITIZE=${sanitize ? 'ON' : 'OFF'}`, `-DCCA_TSAN=${tsan ? 'ON' : 'OFF'}`, `-DCCA_DEBUG=${sanitize ? 3 : 0}`,
+  `-DCMAKE_BUILD_TYPE=${sanitize || tsan ? 'Debug' : 'Release'}`]);
 run('cmake', ['--build', dir, '-j', '2']);
+if (tsan) {
+  // halt_on_error: a data race fails the run, it is not only printed.
+  run(`${dir}/cca_core_tests`, ['concurrent'], { TSAN_OPTIONS: 'halt_on_error=1:second_deadlock_stack=1' });
+  process.exit(0);
+}
 run('ctest', ['--test-dir', dir, '--output-on-failure'], {
   CCA_RANDOM_OPS: process.env.CCA_RANDOM_OPS ?? (sanitize ? '20000' : '100000'),
   ASAN_OPTIONS: 'detect_leaks=1:abort_on_error=1',

@@ -1,4 +1,5 @@
 // Several threads share one allocator per device, as worker threads of one process do.
+#include <atomic>
 #include <thread>
 
 #include "fixture.h"
@@ -36,4 +37,71 @@ TEST(concurrent_threads_share_one_allocator_safely) {
     CHECK_EQ(f.cur(kAllocatedBytes, kAggregate, d), std::int64_t{0});
     CHECK_EQ(f.a(d).live_allocation_count(), std::size_t{0});
   }
+}
+
+// Every kind of call at once, as a monitoring loop, a history toggle and workers would make
+// them: the mutex must order all of it (ThreadSanitizer runs this in CI).
+TEST(concurrent_mixed_operations_with_snapshots_and_history) {
+  Fixture f(4 * GiB, AllocatorConfig{}, 1);
+  auto& a = f.a();
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&a, t] {
+      const StreamId s = a.create_stream();
+      const StreamId other = a.create_stream();
+      std::vector<DevicePtr> mine;
+      unsigned char buf[256] = {};
+      std::uint64_t x = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(t + 1);
+      for (int i = 0; i < 6000; ++i) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        if (mine.size() < 24 && (x & 1)) {
+          mine.push_back(a.malloc(256 + (x % (2 * MiB)), (x & 2) ? s : 0));
+          a.copy_to_device(mine.back(), 0, buf, sizeof buf);
+          if (x & 4) a.record_stream(mine.back(), other);
+        } else if (!mine.empty()) {
+          a.copy_to_host(buf, mine.back(), 0, 64);
+          a.free(mine.back());
+          mine.pop_back();
+        }
+        if (i % 1000 == 0) a.synchronize_stream(other);
+      }
+      for (DevicePtr p : mine) a.free(p);
+      a.synchronize_stream(other);
+      a.destroy_stream(other);
+      a.destroy_stream(s);
+    });
+  }
+  threads.emplace_back([&a, &stop] {  // a monitoring loop
+    while (!stop.load()) {
+      DeviceSnapshot snap = a.snapshot(0, true);
+      CHECK(snap.segments.size() <= 4096);
+      DeviceStats st = a.stats();
+      (void)st;
+      std::size_t free_bytes = 0;
+      std::size_t total = 0;
+      a.mem_get_info(&free_bytes, &total);
+    }
+  });
+  threads.emplace_back([&a, &stop] {  // history switched on and off, the cache emptied
+    int n = 0;
+    while (!stop.load()) {
+      HistoryOptions h;
+      h.enabled = (n % 3) != 0;
+      h.context = RecordContext::kAlloc;
+      h.max_entries = 1000;
+      h.clear_history = (n % 5) == 0;
+      a.set_history(h);
+      (void)a.next_history_seq();
+      if (n % 7 == 0) a.empty_cache();
+      ++n;
+    }
+  });
+  for (int t = 0; t < 3; ++t) threads[static_cast<std::size_t>(t)].join();
+  stop.store(true);
+  for (std::size_t t = 3; t < threads.size(); ++t) threads[t].join();
+  CHECK_VALID(a);
+  CHECK_EQ(f.cur(kAllocatedBytes, kAggregate), std::int64_t{0});
 }
