@@ -5,12 +5,13 @@ export * as analysis from './analysis/index.js';
 export { DeviceBuffer } from './device-buffer.js';
 export { MemPool, use_mem_pool } from './mem-pool.js';
 export { Stream, defaultStream } from './stream.js';
-export { loadSnapshot, parseSnapshot } from './snapshot/load.js';
+export { loadSnapshot, parseSnapshot, DEFAULT_MAX_SNAPSHOT_BYTES, type LoadOptions } from './snapshot/load.js';
 export { encodeSnapshot } from './snapshot/dump.js';
 export { tuple, isTuple } from './snapshot/tuple.js';
 export {
   AllocatorError,
   CorruptSnapshotError,
+  SnapshotFileError,
   ArgumentRangeError,
   ArgumentTypeError,
   CudaOutOfMemoryError,

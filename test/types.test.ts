@@ -2,8 +2,11 @@
 // and asserted here with expectTypeOf.
 import { describe, expectTypeOf, it } from 'vitest';
 import {
+  CorruptSnapshotError,
   CudaOutOfMemoryError,
   DeviceBuffer,
+  SnapshotFileError,
+  type LoadOptions,
   MemPool,
   Stream,
   analysis,
@@ -24,6 +27,14 @@ describe('public types', () => {
     expectTypeOf<analysis.LeakGroup['growing']>().toEqualTypeOf<boolean>();
     expectTypeOf(analysis.replayOnSim).returns.toEqualTypeOf<analysis.ReplayReport>();
     expectTypeOf<analysis.ReplayReport['oom']>().toEqualTypeOf<{ index: number; size: number; message: string } | null>();
+  });
+
+  it('files and ordering', () => {
+    expectTypeOf(loadSnapshot).parameters.toEqualTypeOf<[string, LoadOptions?]>();
+    expectTypeOf<TraceEntry['seq']>().toEqualTypeOf<number | undefined>();
+    expectTypeOf(analysis.orderKeyOf).returns.toEqualTypeOf<analysis.OrderKey>();
+    expectTypeOf<SnapshotFileError['code']>().toEqualTypeOf<string>();
+    expectTypeOf<CorruptSnapshotError['path']>().toEqualTypeOf<string | undefined>();
   });
 
   it('cuda', () => {
