@@ -89,6 +89,34 @@ describe('viewer data and page logic', () => {
     }
   });
 
+  it('places annotated regions by seq: what ran just before a START or just after an END is outside', () => {
+    memory._record_memory_history({ enabled: 'all', context: 'all' });
+    const keep = [];
+    for (let i = 0; i < 60; i++) {
+      keep.push(cuda.alloc(16 * KiB));
+      memory.annotate('forward', () => cuda.alloc(KiB).free());
+      keep.push(cuda.alloc(2 * KiB));
+    }
+    const snap = memory._snapshot();
+    memory._record_memory_history(null);
+    for (const b of keep) b.free();
+    const data = viewerData(snap, 'regions');
+    const v = pageLogic() as Viewer & { regionsAt(dev: unknown, data: unknown, i: number): string[] };
+    const dev = v.device(data.devices[0], data.actions);
+    const trace = snap.device_traces[0]!;
+    const regions = data.devices[0]!.regions;
+    expect(data.regionNames).toEqual(['forward']);
+    expect(regions).toHaveLength(60);
+    regions.forEach(([, from, to], k) => {
+      const allocs = trace.slice(from, to).filter((e) => e.action === 'alloc');
+      expect(allocs.map((e) => e.size)).toEqual([KiB]);
+      expect(trace[from - 1]!.size).toBe(16 * KiB);  // just before START: outside
+      expect(trace[to]!.size).toBe(2 * KiB);  // just after END: outside
+      expect(v.regionsAt(dev, data, from)).toEqual([`forward #${k + 1}`]);
+      expect(v.regionsAt(dev, data, from - 1)).toEqual([]);
+    });
+  });
+
   it('columns keep every peak and search finds addresses, frames and tags', () => {
     const snap = recorded();
     const data = viewerData(snap, 'test');

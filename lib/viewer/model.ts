@@ -4,6 +4,8 @@
 import type { Frame, Snapshot, TraceAction } from '../snapshot/types.js';
 import { formatFrame, meaningfulFrames } from '../analysis/frames.js';
 import { timeline } from '../analysis/timeline.js';
+import { regionWindows } from '../analysis/diff.js';
+import { orderKeyOf, type OrderKey } from '../analysis/order.js';
 
 export const ACTIONS: TraceAction[] = [
   'alloc', 'free_requested', 'free_completed', 'segment_alloc', 'segment_free', 'segment_map', 'segment_unmap',
@@ -35,6 +37,9 @@ export interface ViewerDevice {
   reservedAtStart: number;
   /** [address, size, stack index or -1] of the allocations live when the history began. */
   initial: [number, number, number][];
+  /** Annotated regions as [name index (regionNames), first event inside, first event after]:
+   *  events i with from <= i < to happened inside (ordered by seq where the file has it). */
+  regions: [number, number, number][];
   segments: ViewerSegment[];
 }
 
@@ -45,7 +50,37 @@ export interface ViewerData {
   stacks: string[][];
   tags: string[];
   devices: ViewerDevice[];
+  regionNames: string[];
   settings: unknown;
+}
+
+/** How many trace entries come before `key` (strictly, or also those that tie with it). */
+function countBefore(keys: Float64Array, key: number, withTies: boolean): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (keys[mid]! < key || (withTies && keys[mid] === key)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Region windows as event index spans, bracketed as diff and leaks bracket them. */
+function regionSpans(s: Snapshot, device: number, names: Interner<string>): [number, number, number][] {
+  const notes = s.external_annotations ?? [];
+  if (!notes.some((a) => a.device === device)) return [];
+  const key: OrderKey = orderKeyOf(s, device);
+  const trace = s.device_traces[device] ?? [];
+  const keys = Float64Array.from(trace, (e) => key(e));
+  const out: [number, number, number][] = [];
+  for (const [name, windows] of regionWindows(notes, device, key)) {
+    const id = names.id(name);
+    // A tie (files without seq) counts as inside, as in diff: from the first entry at or
+    // after the START to the last at or before the END.
+    for (const [from, to] of windows) out.push([id, countBefore(keys, from, false), to === Infinity ? keys.length : countBefore(keys, to, true)]);
+  }
+  return out.sort((a, b) => a[1] - b[1] || a[0] - b[0]);
 }
 
 const b64 = (a: ArrayBufferView): string => Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('base64');
@@ -69,6 +104,7 @@ class Interner<T> {
 export function viewerData(s: Snapshot, title: string): ViewerData {
   const stacks = new Interner<string[]>((v) => v.join('\n'));
   const tags = new Interner<string>((v) => v);
+  const regionNames = new Interner<string>((v) => v);
   // PyTorch's pickles share one frames list among entries (memoized): intern by identity first.
   const byList = new Map<Frame[], number>();
   const stackId = (frames: Frame[] | undefined): number => {
@@ -124,11 +160,13 @@ export function viewerData(s: Snapshot, title: string): ViewerData {
       allocated: b64(t.allocated), reserved: b64(t.reserved),
       allocatedAtStart: t.allocatedAtStart, reservedAtStart: t.reservedAtStart,
       initial: [...t.initialLive].map(([a, l]) => [a, l.size, finalStacks.get(a) ?? -1]),
+      regions: regionSpans(s, device, regionNames),
       segments,
     };
   });
   return {
     title, actions: [...ACTIONS, 'other'], blockStates: BLOCK_STATES, stacks: stacks.list, tags: tags.list, devices,
+    regionNames: regionNames.list,
     settings: s.allocator_settings ?? null,
   };
 }

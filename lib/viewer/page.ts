@@ -24,6 +24,8 @@ interface RawDevice {
   allocatedAtStart: number;
   reservedAtStart: number;
   initial: [number, number, number][];
+  /** [name index, first event inside, first event after] */
+  regions: [number, number, number][];
   segments: { address: number; total: number; stream: number; type: string; blocks: [number, number, number, number, number][] }[];
 }
 
@@ -34,6 +36,7 @@ interface ViewerInput {
   stacks: string[][];
   tags: string[];
   devices: RawDevice[];
+  regionNames: string[];
   settings: unknown;
 }
 
@@ -171,6 +174,18 @@ const CCAViewer = {
     return out;
   },
 
+  /** The annotated regions event i happened inside, as "name #run" (runs counted from 1). */
+  regionsAt(dev: Dev, data: ViewerInput, i: number): string[] {
+    const runs = new Map<number, number>();
+    const out: string[] = [];
+    for (const [name, from, to] of dev.raw.regions) {
+      const run = (runs.get(name) ?? 0) + 1;
+      runs.set(name, run);
+      if (from <= i && i < to) out.push(`${data.regionNames[name]} #${run}`);
+    }
+    return out;
+  },
+
   bytes(n: number): string {
     const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
     let u = 0;
@@ -209,7 +224,9 @@ function main(): void {
     const a = data.actions[dev.action[i]!]!;
     const where = a === 'oom' ? `device free ${CCAViewer.bytes(dev.addr[i]!)}` : `0x${dev.addr[i]!.toString(16)}`;
     const tag = dev.tag[i]! >= 0 ? `  tag ${data.tags[dev.tag[i]!]}` : '';
-    return `#${i}  ${a}  ${CCAViewer.bytes(dev.size[i]!)}  ${where}${tag}\n` +
+    const regions = CCAViewer.regionsAt(dev, data, i);
+    const inside = regions.length ? `  in ${regions.join(', ')}` : '';
+    return `#${i}  ${a}  ${CCAViewer.bytes(dev.size[i]!)}  ${where}${tag}${inside}\n` +
       `allocated ${CCAViewer.bytes(dev.allocated[i]!)}, reserved ${CCAViewer.bytes(dev.reserved[i]!)}\n\n${frames(dev.stack[i]!)}`;
   };
 
@@ -237,6 +254,16 @@ function main(): void {
     for (let c = 0; c < cols.at.length; c++) ctx.lineTo(x(c), y(cols.reserved[c]!));
     ctx.stroke();
     const index = (i: number) => ((i - lo) / (hi - lo)) * w;
+    // Annotated regions: one thin row per name under the legend, runs in alternating shades.
+    const rowH = 4 * devicePixelRatio;
+    const runs = new Map<number, number>();
+    for (const [name, from, to] of dev.raw.regions) {
+      const run = (runs.get(name) ?? 0) + 1;
+      runs.set(name, run);
+      if (to <= lo || from >= hi || name >= 6) continue;
+      ctx.fillStyle = run % 2 ? '#2ca02c' : '#98df8a';
+      ctx.fillRect(index(Math.max(lo, from)), 18 * devicePixelRatio + name * (rowH + 1), Math.max(1, index(Math.min(hi, to)) - index(Math.max(lo, from))), rowH);
+    }
     ctx.fillStyle = '#d62728';
     for (let i = lo; i < hi; i++) if (dev.action[i] === oom) ctx.fillRect(index(i), 0, 2, h);
     if (selected >= lo && selected < hi) {
@@ -245,7 +272,8 @@ function main(): void {
     }
     ctx.fillStyle = '#333';
     ctx.font = `${12 * devicePixelRatio}px sans-serif`;
-    ctx.fillText(`peak in view ${CCAViewer.bytes(top)}  (blue: allocated, grey: reserved, red: OOM)  events ${lo}..${hi - 1}`, 6, 14 * devicePixelRatio);
+    const regionLegend = data.regionNames.length ? `, green rows: ${data.regionNames.slice(0, 6).join(' / ')}` : '';
+    ctx.fillText(`peak in view ${CCAViewer.bytes(top)}  (blue: allocated, grey: reserved, red: OOM${regionLegend})  events ${lo}..${hi - 1}`, 6, 14 * devicePixelRatio);
   }
 
   const eventAt = (clientX: number): number => {
