@@ -1,2 +1,3 @@
-// Loads the native addon: a matching prebuild from prebuilds/, else build/Release.
+// Loads the native addon through node-gyp-build, which looks in build/Release (a local
+// build) first, then in prebuilds/<platform>-<arch>/ (the package's prebuild).
 module.exports = require('node-gyp-build')(__dirname);

@@ -9,10 +9,13 @@ function load(): NativeBinding {
   try {
     return require('../binding.cjs') as NativeBinding;
   } catch (cause) {
+    const glibc = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header?.glibcVersionRuntime;
     throw new Error(
-      'cuda-caching-allocator: the native addon could not be loaded. Build it with ' +
-        '`npm run build:native` (needs cmake and a C++17 compiler; no CUDA toolkit is needed). ' +
-        `Cause: ${(cause as Error).message}`,
+      'cuda-caching-allocator: the native addon could not be loaded on ' +
+        `${process.platform}-${process.arch}${glibc ? ` (glibc ${glibc})` : ''}, Node ${process.versions.node}. ` +
+        'In the project that depends on it, run `npm rebuild cuda-caching-allocator` (it builds from source when ' +
+        'no prebuild loads; that needs cmake and a C++17 compiler, no CUDA toolkit). ' +
+        `Cause: ${(cause as Error).message.split('\n')[0]}`,
       { cause },
     );
   }

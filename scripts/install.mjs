@@ -1,26 +1,84 @@
-// `npm install` step: use a prebuild (prebuilds/<platform>-<arch>/) or an existing build
-// when one loads here; otherwise build the addon from source with cmake-js.
-// (node-gyp-build's own CLI always falls back to `node-gyp rebuild`, and this project has no
-// binding.gyp: it builds with CMake.)
+// The `npm install` step. In order:
+// 1. unless a source build is asked for (`npm install --build-from-source`, `npm rebuild`,
+//    or CCA_BUILD_FROM_SOURCE=1), use the binary node-gyp-build finds, if it loads here:
+//    build/Release first (a local build), then prebuilds/<platform>-<arch>/ (the package's
+//    prebuild, tagged napi and glibc/musl);
+// 2. otherwise build from source with cmake-js, if cmake and a C++ compiler are there;
+// 3. otherwise stop with one message: this machine, what was looked for, the two fixes.
+// (node-gyp-build's own install command would fall back to `node-gyp rebuild`; this addon
+// has no binding.gyp: it builds with CMake.)
 import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { libcOf, platformLine } from './platform.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const require = createRequire(import.meta.url);
+const env = process.env;
+const forced = env.npm_config_build_from_source === 'true' || env.CCA_BUILD_FROM_SOURCE === '1' || env.npm_command === 'rebuild';
 
-function loads() {
+function tryLoad() {
   try {
-    require('node-gyp-build')(root);
+    const file = require('node-gyp-build').resolve(root);
+    require(file);
+    return { file };
+  } catch (e) {
+    return { error: e.message.split('\n')[0] };
+  }
+}
+
+function has(cmd, args = ['--version']) {
+  try {
+    execFileSync(cmd, args, { stdio: 'ignore' });
     return true;
   } catch {
     return false;
   }
 }
 
-if (process.env.CCA_BUILD_FROM_SOURCE !== '1' && loads()) {
-  console.log('cuda-caching-allocator: using the existing native build');
-} else {
-  const cmakeJs = require.resolve('cmake-js/bin/cmake-js');
-  execFileSync(process.execPath, [cmakeJs, 'compile', '--out', 'build'], { cwd: root, stdio: 'inherit' });
+const prebuildDir = join(root, 'prebuilds', `${process.platform}-${process.arch}`);
+const prebuilds = existsSync(prebuildDir) ? readdirSync(prebuildDir).filter((f) => f.endsWith('.node')) : [];
+
+let loadError = '';
+if (!forced) {
+  const r = tryLoad();
+  if (r.file) {
+    console.log(`cuda-caching-allocator: using ${r.file.slice(root.length)} (no build needed)`);
+    process.exit(0);
+  }
+  loadError = r.error;
+}
+
+const cmake = has('cmake');
+const compiler = [env.CXX, 'c++', 'g++', 'clang++'].filter(Boolean).some((c) => has(c));
+if (!cmake || !compiler) {
+  const missing = [!cmake && 'cmake (>= 3.15)', !compiler && 'a C++17 compiler (g++ or clang++)'].filter(Boolean).join(' and ');
+  const looked = `prebuilds/${process.platform}-${process.arch}/*.napi.${libcOf()}.node`;
+  const found = prebuilds.length === 0 ? 'none for this platform'
+    : `${prebuilds.join(', ')}, which did not load here${loadError ? `: ${loadError}` : ''}`;
+  console.error([
+    '',
+    forced ? 'cuda-caching-allocator: a build from source was asked for, but it cannot be built here.'
+      : 'cuda-caching-allocator: no prebuilt binary fits this machine, and it cannot be built here.',
+    `  this machine: ${platformLine()}`,
+    `  looked for:   ${looked} (found: ${found})`,
+    `  to build it needs ${missing}, which ${!cmake && !compiler ? 'are' : 'is'} not on PATH.`,
+    'Fix it with one of:',
+    '  1. install the build tools (Debian/Ubuntu: apt-get install cmake g++; Fedora: dnf install cmake gcc-c++;',
+    '     macOS: xcode-select --install && brew install cmake), then run: npm rebuild cuda-caching-allocator',
+    '  2. use a platform with a prebuild: linux-x64 with glibc >= 2.34 (no GPU or CUDA toolkit needed)',
+    '',
+  ].join('\n'));
+  process.exit(1);
+}
+
+console.log(`cuda-caching-allocator: building the addon from source${forced ? ' (asked for)' : loadError ? ` (the prebuild did not load: ${loadError})` : ''}`);
+try {
+  execFileSync(process.execPath, [require.resolve('cmake-js/bin/cmake-js'), 'compile', '--out', 'build'], { cwd: root, stdio: 'inherit' });
+} catch {
+  console.error(`\ncuda-caching-allocator: the build from source failed (output above) on ${platformLine()}.\n` +
+    'It needs cmake >= 3.15 and a C++17 compiler; no GPU or CUDA toolkit. Report it with the output above.\n');
+  process.exit(1);
 }

@@ -74,7 +74,7 @@ describe('cca with bad options', () => {
     ['diff', FIXTURE, FIXTURE, '--depth', '0'], ['leaks', FIXTURE, '--min-steps', 'x'], ['leaks', FIXTURE, '--marker', 'nope'],
     ['replay', FIXTURE, '--capacity-mb', '0'], ['replay', FIXTURE, '--settings', 'bogus:1'],
     ['replay', FIXTURE, '--settings', 'expandable_segments:yes'], ['summary', FIXTURE, '--bogus'], ['--max-bytes', '0', 'summary', FIXTURE],
-    ['summary'], ['diff', FIXTURE], ['viz', FIXTURE], ['convert', FIXTURE], ['nosuch'], ['demo', '-n', '0'], ['demo', '-n', 'x'],
+    ['summary'], ['diff', FIXTURE], ['viz'], ['convert', FIXTURE], ['nosuch'], ['demo', '-n', '0'], ['demo', '-n', 'x'],
     ['viz', FIXTURE, '-o', join(dir, 'no-such-dir', 'v.html')], ['convert', FIXTURE, out],
     ['convert', FIXTURE, join(dir, 'no-such-dir', 'c.pickle')],
   ];

@@ -1,6 +1,6 @@
 // The cca command line on PyTorch's ResNet50 fixture and on our own dumps.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +22,17 @@ describe('cca on PyTorch\'s fixture', () => {
     const json = JSON.parse(cca('summary', FIXTURE, '--json'));
     expect(json[0]).toMatchObject({ device: 0, segments: 46, reserved: 589299712, allocated: 225240576, traceEntries: 6111 });
     expect(json[0].blocksByState).toEqual({ inactive: 45, active_allocated: 486 });
+  });
+
+  it('--version prints the package version; viz writes FILE.html when -o is not given', () => {
+    expect(cca('--version').trim()).toBe(JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version);
+    const copy = join(dir, 'copy.pickle');
+    copyFileSync(FIXTURE, copy);
+    const r = spawnSync(process.execPath, [CLI, 'viz', copy], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(existsSync(`${copy}.html`)).toBe(true);
+    // Sizes below 1 MiB in KiB, not "0.5 MiB".
+    expect(r.stderr).toMatch(/^wrote .*copy\.pickle\.html \(\d+\.\d\d KiB\); open it in a browser\n$/);
   });
 
   it('segments lists each segment, trace each event with its Python frame', () => {

@@ -12,9 +12,15 @@ import { findLeaks } from '../analysis/leaks.js';
 import { replayOnSim } from '../analysis/replay.js';
 import { renderDiff, renderFragmentation, renderLeaks, renderReplay } from './format-analysis.js';
 import cliProgress from 'cli-progress';
-import { writeFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { viewerHtml } from '../viewer/html.js';
+import { humanBytes } from '../format.js';
+import { readFileSync, writeFileSync } from 'node:fs';
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
 
 const integer = (name: string, min: number) => (v: string): number => {
   const n = Number(v);
@@ -27,6 +33,7 @@ program
   .name('cca')
   .description('cuda-caching-allocator: a PyTorch-style CUDA caching allocator for Node.js, and its tools.\n' +
     'Snapshot commands read our files and PyTorch\'s (pickle or JSON).')
+  .version(packageVersion(), '-V, --version', 'print the version')
   .option('--max-bytes <n>', 'refuse snapshot files larger than this (default 2 GiB)', integer('--max-bytes', 1))
   // Usage errors carry a stable code like every other error (subcommands inherit this).
   .configureOutput({ outputError: (str, write) => write(`cca: ${str.replace(/^error: /, '').trimEnd()} (ERR_CCA_USAGE)\n`) });
@@ -145,15 +152,16 @@ program
   .command('viz')
   .argument('<file>', 'a snapshot')
   .description('write the offline viewer: one HTML file (no network) with the memory timeline, the state at any event, stacks and search')
-  .requiredOption('-o, --output <file>', 'the HTML file to write')
-  .action((file: string, opts: { output: string }) => {
+  .option('-o, --output <file>', 'the HTML file to write (default: FILE.html beside the snapshot)')
+  .action((file: string, opts: { output?: string }) => {
+    const output = opts.output ?? `${file}.html`;
     const html = viewerHtml(load(file), basename(file));
     try {
-      writeFileSync(opts.output, html);
+      writeFileSync(output, html);
     } catch (e) {
-      throw unwritable(opts.output, e as NodeJS.ErrnoException);
+      throw unwritable(output, e as NodeJS.ErrnoException);
     }
-    process.stderr.write(`wrote ${opts.output} (${(Buffer.byteLength(html) / 2 ** 20).toFixed(1)} MiB); open it in a browser\n`);
+    process.stderr.write(`wrote ${output} (${humanBytes(Buffer.byteLength(html))}); open it in a browser\n`);
   });
 
 program
