@@ -179,7 +179,9 @@ describe('viewer data and page logic', () => {
   });
 });
 
-describe.skipIf(!existsSync(CHROMIUM))(`the viewer in Chromium (${CHROMIUM})`, () => {
+const HAVE_CHROMIUM = existsSync(CHROMIUM);
+describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? `the viewer in Chromium (${CHROMIUM})`
+  : `the viewer in Chromium: skipped, no Chromium at ${CHROMIUM} (apt-get install chromium, or set CCA_CHROMIUM to one)`, () => {
   let browser: Browser;
   beforeAll(async () => {
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
