@@ -84,6 +84,12 @@ export interface NativeBinding {
   memGetInfo(device: number): [number, number];
   setMemoryFraction(device: number, fraction: number): void;
   getMemoryFraction(device: number): number;
+  /**
+   * Every device's metrics in one call: per device, the 122 stats (statKeys() order), then
+   * [largest free block of the small pools, of the large pools, history entries, history
+   * capacity (0 while off)]. Fills `out` in place when its length fits.
+   */
+  monitorSample(out?: Float64Array): Float64Array;
   setAllocatorSettings(settings: string): void;
   /** Throws as setAllocatorSettings would, without applying anything. */
   checkAllocatorSettings(settings: string): void;

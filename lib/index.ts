@@ -2,6 +2,7 @@
 export * as memory from './memory.js';
 export * as cuda from './cuda.js';
 export * as analysis from './analysis/index.js';
+export * as monitoring from './monitoring/index.js';
 export { DeviceBuffer } from './device-buffer.js';
 export { MemPool, use_mem_pool } from './mem-pool.js';
 export { Stream, defaultStream } from './stream.js';

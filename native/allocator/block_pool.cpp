@@ -27,6 +27,19 @@ std::size_t BlockPool::size() const {
   return n;
 }
 
+std::size_t BlockPool::largest_free() const {
+  std::size_t best = 0;
+  for (const auto& entry : streams_) best = std::max(best, entry.second->largest_size());
+  // The tree is ordered by (stream, size, address): each stream's last entry is its largest.
+  auto it = tree_.end();
+  while (it != tree_.begin()) {
+    --it;
+    best = std::max(best, it->size);
+    it = tree_.lower_bound(FreeKey{it->stream, 0, 0, nullptr});
+  }
+  return best;
+}
+
 std::vector<Block*> BlockPool::in_order() const {
   std::vector<Block*> out;
   for (const auto& entry : streams_) entry.second->collect(out);

@@ -93,6 +93,9 @@ class BlockPool {
   // Every free block in (stream, size, address) order: for the paths that release memory
   // or inspect the pool, never for a cached alloc.
   std::vector<Block*> in_order() const;
+  // The size of the largest free (mapped) block on any stream, 0 if none: O(streams), for
+  // monitoring; in_order() would sort every block.
+  std::size_t largest_free() const;
 
   const bool is_small;
   const std::uint32_t pool_id;  // n of the MemPool id (0, n); 0: the default pools

@@ -99,6 +99,17 @@ class DeviceCachingAllocator {
   AllocatorConfig config() const;
 
   DeviceStats stats() const;
+  // What a metrics scrape reads, taken under one lock so the figures agree: the stats, the
+  // largest free block of the small and the large pools (private pools included), and the
+  // history ring's fill. Reads no trace entry and walks no block list.
+  struct MonitorSample {
+    DeviceStats stats;
+    std::size_t largest_free_small = 0;
+    std::size_t largest_free_large = 0;
+    std::size_t history_entries = 0;
+    std::size_t history_capacity = 0;  // 0 while history is off
+  };
+  MonitorSample monitor_sample() const;
   void reset_peak_stats();
   void reset_accumulated_stats();
   void mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes);

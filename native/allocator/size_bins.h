@@ -39,6 +39,14 @@ class SizeBins {
   }
   // The block after `block` in (size, address) order, or nullptr past the last binned one.
   Block* next_after(const Block* block) const;
+  // The size of the largest binned block, 0 when empty: two bit scans (every block of a bin
+  // has the bin's size), for monitoring without walking the blocks.
+  std::size_t largest_size() const {
+    if (summary_ == 0) return 0;
+    const std::size_t w = 63 - static_cast<std::size_t>(__builtin_clzll(summary_));
+    const std::size_t b = 63 - static_cast<std::size_t>(__builtin_clzll(words_[w]));
+    return (w * 64 + b + 1) * kMinBlockSize;
+  }
   // Appends every block, in no particular order.
   void collect(std::vector<Block*>& out) const;
 

@@ -45,6 +45,40 @@ Napi::Value MemoryStats(const Napi::CallbackInfo& info) {
   });
 }
 
+// monitorSample(out): every device, one after the other, as the 122 stats (statKeys()
+// order) followed by kMonitorExtras figures; `out` is filled in place when it has the
+// right length (a scrape allocates nothing then), else a new array is returned.
+constexpr std::size_t kMonitorExtras = 4;  // see binding.d.ts: monitorSample
+
+Napi::Value MonitorSample(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    Runtime& r = runtime();
+    const std::size_t per = stat_keys().size() + kMonitorExtras;
+    const std::size_t n = per * static_cast<std::size_t>(r.device_count());
+    Napi::Float64Array out;
+    if (info.Length() > 0 && info[0].IsTypedArray() &&
+        info[0].As<Napi::TypedArray>().TypedArrayType() == napi_float64_array &&
+        info[0].As<Napi::Float64Array>().ElementLength() == n) {
+      out = info[0].As<Napi::Float64Array>();
+    } else {
+      out = Napi::Float64Array::New(env, n);
+    }
+    double* p = out.Data();
+    for (int d = 0; d < r.device_count(); ++d) {
+      DeviceCachingAllocator& a = r.allocator(d);
+      const DeviceCachingAllocator::MonitorSample m = a.monitor_sample();
+      stat_values(m.stats, reported_max_split(a.config()), p);
+      p += stat_keys().size();
+      *p++ = static_cast<double>(m.largest_free_small);
+      *p++ = static_cast<double>(m.largest_free_large);
+      *p++ = static_cast<double>(m.history_entries);
+      *p++ = static_cast<double>(m.history_capacity);
+    }
+    return out;
+  });
+}
+
 Napi::Value ResetPeakStats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
@@ -146,6 +180,7 @@ Napi::Value Validate(const Napi::CallbackInfo& info) {
 void register_memory_functions(Napi::Env env, Napi::Object exports) {
   exports.Set("statKeys", Napi::Function::New(env, StatKeys, "statKeys"));
   exports.Set("memoryStats", Napi::Function::New(env, MemoryStats, "memoryStats"));
+  exports.Set("monitorSample", Napi::Function::New(env, MonitorSample, "monitorSample"));
   exports.Set("resetPeakStats", Napi::Function::New(env, ResetPeakStats, "resetPeakStats"));
   exports.Set("resetAccumulatedStats", Napi::Function::New(env, ResetAccumulatedStats, "resetAccumulatedStats"));
   exports.Set("emptyCache", Napi::Function::New(env, EmptyCache, "emptyCache"));

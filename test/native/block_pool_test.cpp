@@ -123,6 +123,10 @@ void run(std::uint32_t seed, bool expandable_on, std::size_t max_split) {
       auto it = ref.keys.begin();
       for (const Block* b : ordered) CHECK(key(b) == *it++);
       for (const Block* b : in_pool) CHECK(pool.contains(b));
+      // largest_free (metrics) agrees with the largest block the reference holds.
+      std::size_t largest = 0;
+      for (const Block* b : ordered) largest = std::max(largest, b->size);
+      CHECK_EQ(pool.largest_free(), largest);
     }
   }
 }

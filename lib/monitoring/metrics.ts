@@ -1,0 +1,90 @@
+// The metrics every exporter publishes (Prometheus, OpenTelemetry), read in one native call
+// for all devices (no trace entry read, no block walked, no per-block object), and named
+// once here: docs/monitoring.md's table is this list.
+import { native } from '../native.js';
+
+export type Pool = 'all' | 'small_pool' | 'large_pool';
+export const POOLS: readonly Pool[] = ['all', 'small_pool', 'large_pool'];
+
+export interface MetricDefinition {
+  /** Prometheus name (OpenTelemetry uses the same with dots: cca.allocated, unit By). */
+  name: string;
+  help: string;
+  kind: 'gauge' | 'counter';
+  unit: 'bytes' | 'ratio' | 'count';
+  /** Labels: device always; pool for per-pool figures. */
+  perPool: boolean;
+  /** PyTorch's memory_stats() key it mirrors ({pool} per pool), or how it is derived. */
+  mirrors: string;
+  value(s: DeviceSample, pool: Pool): number | undefined;
+}
+
+/** One device's reading. */
+export interface DeviceSample {
+  device: number;
+  stat(key: string): number;
+  largestFree(pool: Pool): number;
+  historyEntries: number;
+  /** 0 while history is off. */
+  historyCapacity: number;
+}
+
+const stat = (key: string) => (s: DeviceSample, pool: Pool) => s.stat(key.replace('{pool}', pool));
+
+function fragmentation(s: DeviceSample, pool: Pool): number {
+  // Free cached memory is what segments hold beyond their active blocks; the share of it
+  // that a single request cannot use is the external fragmentation (as in analysis.fragmentation).
+  const free = s.stat(`reserved_bytes.${pool}.current`) - s.stat(`active_bytes.${pool}.current`);
+  return free > 0 ? 1 - Math.min(free, s.largestFree(pool)) / free : 0;
+}
+
+const bytes = (name: string, key: string, what: string): MetricDefinition[] => [
+  { name: `cca_${name}_bytes`, help: `${what} (current)`, kind: 'gauge', unit: 'bytes', perPool: true, mirrors: `${key}.{pool}.current`, value: stat(`${key}.{pool}.current`) },
+  { name: `cca_${name}_peak_bytes`, help: `${what} (peak since the last reset_peak_memory_stats)`, kind: 'gauge', unit: 'bytes', perPool: true, mirrors: `${key}.{pool}.peak`, value: stat(`${key}.{pool}.peak`) },
+];
+
+export const METRICS: readonly MetricDefinition[] = [
+  ...bytes('allocated', 'allocated_bytes', 'Bytes in live allocations (rounded block sizes)'),
+  ...bytes('reserved', 'reserved_bytes', 'Bytes of device memory the allocator holds in segments (what nvidia-smi sees)'),
+  ...bytes('active', 'active_bytes', 'Bytes in active blocks: live, or freed but waiting for other streams'),
+  ...bytes('requested', 'requested_bytes', 'Bytes the callers asked for (unrounded)'),
+  ...bytes('inactive_split', 'inactive_split_bytes', 'Bytes in free blocks split off a segment that is partly in use'),
+  { name: 'cca_allocations', help: 'Live allocations', kind: 'gauge', unit: 'count', perPool: true, mirrors: 'allocation.{pool}.current', value: stat('allocation.{pool}.current') },
+  { name: 'cca_segments', help: 'Segments held (device allocations)', kind: 'gauge', unit: 'count', perPool: true, mirrors: 'segment.{pool}.current', value: stat('segment.{pool}.current') },
+  { name: 'cca_allocations_total', help: 'Allocations made', kind: 'counter', unit: 'count', perPool: true, mirrors: 'allocation.{pool}.allocated', value: stat('allocation.{pool}.allocated') },
+  { name: 'cca_largest_free_block_bytes', help: 'The largest free cached block: the biggest request served without a new segment', kind: 'gauge', unit: 'bytes', perPool: true, mirrors: '(not in PyTorch) largest inactive block', value: (s, p) => s.largestFree(p) },
+  { name: 'cca_external_fragmentation_ratio', help: 'Share of free cached memory outside the largest free block (0: none; near 1: scattered)', kind: 'gauge', unit: 'ratio', perPool: true, mirrors: '(not in PyTorch) 1 - largest free / (reserved - active)', value: fragmentation },
+  { name: 'cca_alloc_retries_total', help: 'Allocations that released the cache and retried after a failed device malloc', kind: 'counter', unit: 'count', perPool: false, mirrors: 'num_alloc_retries', value: stat('num_alloc_retries') },
+  { name: 'cca_ooms_total', help: 'Out-of-memory errors raised', kind: 'counter', unit: 'count', perPool: false, mirrors: 'num_ooms', value: stat('num_ooms') },
+  { name: 'cca_device_mallocs_total', help: 'Device allocations (cudaMalloc or VMM maps)', kind: 'counter', unit: 'count', perPool: false, mirrors: 'num_device_alloc', value: stat('num_device_alloc') },
+  { name: 'cca_device_frees_total', help: 'Device frees (cudaFree or VMM unmaps)', kind: 'counter', unit: 'count', perPool: false, mirrors: 'num_device_free', value: stat('num_device_free') },
+  { name: 'cca_history_entries', help: 'Entries in the history ring (only while recording)', kind: 'gauge', unit: 'count', perPool: false, mirrors: '(not in PyTorch) trace ring size', value: (s) => (s.historyCapacity > 0 ? s.historyEntries : undefined) },
+  { name: 'cca_history_capacity_entries', help: 'Entries the history ring holds before it wraps (only while recording)', kind: 'gauge', unit: 'count', perPool: false, mirrors: 'allocator_settings.trace_alloc_max_entries', value: (s) => (s.historyCapacity > 0 ? s.historyCapacity : undefined) },
+];
+
+const EXTRAS = 4;  // native monitorSample: largest free small, large; history entries, capacity
+let keys: Map<string, number> | undefined;
+let buffer: Float64Array | undefined;
+
+/** Every device's figures, from one native call; the buffer is reused between readings. */
+export function readSamples(): DeviceSample[] {
+  if (!keys) keys = new Map(native.statKeys().map((k, i) => [k, i]));
+  const n = keys.size;
+  buffer = native.monitorSample(buffer);
+  const data = buffer;
+  const devices = data.length / (n + EXTRAS);
+  const out: DeviceSample[] = [];
+  for (let d = 0; d < devices; d++) {
+    const base = d * (n + EXTRAS);
+    const small = data[base + n]!;
+    const large = data[base + n + 1]!;
+    out.push({
+      device: d,
+      stat: (key) => data[base + keys!.get(key)!]!,
+      largestFree: (pool) => (pool === 'small_pool' ? small : pool === 'large_pool' ? large : Math.max(small, large)),
+      historyEntries: data[base + n + 2]!,
+      historyCapacity: data[base + n + 3]!,
+    });
+  }
+  return out;
+}
