@@ -35,6 +35,31 @@ describe('cca on PyTorch\'s fixture', () => {
     expect(r.stderr).toMatch(/^wrote .*copy\.pickle\.html \(\d+\.\d\d KiB\); open it in a browser\n$/);
   });
 
+  it('summary takes one file per rank and prints one row each, with peak reserved and OOMs', () => {
+    const ranks = [0, 1].map((rank) => {
+      const path = join(dir, `rank${rank}.pickle`);
+      const code = `import { cuda, memory } from ${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)};
+        import { writeSnapshotFile } from ${JSON.stringify(new URL('../dist/snapshot/dump.js', import.meta.url).href)};
+        cuda.sim.configure({ capacityBytes: ${(rank + 1) * 64} * 2 ** 20 });
+        memory._record_memory_history({ enabled: 'all' });
+        const keep = [cuda.alloc(30 * 2 ** 20)];
+        try { for (;;) keep.push(cuda.alloc(20 * 2 ** 20)); } catch {}
+        keep.pop().free();
+        writeSnapshotFile(memory._snapshot(), ${JSON.stringify(path)});`;
+      execFileSync(process.execPath, ['--input-type=module', '-e', code]);
+      return path;
+    });
+    const table = cca('summary', ...ranks, FIXTURE).trim().split('\n');
+    expect(table).toHaveLength(4);
+    expect(table[0]).toMatch(/^file\s+device\s+reserved\s+peak reserved\s+allocated\s+cached\s+largest free\s+fragmentation\s+OOMs$/);
+    expect(table[1]).toMatch(/rank0\.pickle\s+0\s+50\.00 MiB\s+50\.00 MiB\s+30\.00 MiB\s+20\.00 MiB\s+20\.00 MiB\s+0\.0%\s+1$/);
+    expect(table[2]).toMatch(/rank1\.pickle\s+0\s+110\.00 MiB\s+110\.00 MiB\s+90\.00 MiB/);
+    expect(table[3]).toMatch(/pytorch-resnet50-snapshot\.pickle\s+0\s+562\.00 MiB/);
+    const rows = JSON.parse(cca('summary', ...ranks, '--json'));
+    expect(rows.map((r: { file: string }) => r.file)).toEqual(ranks);
+    expect(rows[1].devices[0]).toMatchObject({ reserved: 110 * 2 ** 20, peakReserved: 110 * 2 ** 20, ooms: 1 });
+  });
+
   it('segments lists each segment, trace each event with its Python frame', () => {
     expect(cca('segments', FIXTURE).trim().split('\n')).toHaveLength(47);
     const trace = cca('trace', FIXTURE, '--limit', '3', '--skip', '10').trim().split('\n');

@@ -2,6 +2,7 @@
 import type { Segment, Snapshot, TraceEntry } from '../snapshot/types.js';
 import { type FragmentationReport, fragmentation } from './fragmentation.js';
 import { snapshotArg } from './args.js';
+import { timeline } from './timeline.js';
 
 export interface DeviceSummary {
   device: number;
@@ -20,6 +21,10 @@ export interface DeviceSummary {
   largestFreeBlock: number;
   /** 1 - largest free block / all free bytes: how scattered the cache is (0 = one piece). */
   externalFragmentation: number;
+  /** The most reserved at any point of the recorded history (reserved now without one). */
+  peakReserved: number;
+  /** Out-of-memory events in the history. */
+  ooms: number;
   traceEntries: number;
   traceByAction: Record<string, number>;
   traceSpanMs: number;
@@ -35,7 +40,11 @@ export function summarize(snapshot: Snapshot): DeviceSummary[] {
   return [...devices].sort((a, b) => a - b).map((device) => {
     const segs = snapshot.segments.filter((s) => s.device === device);
     const traces = snapshot.device_traces[device] ?? [];
-    return summarizeDevice(device, segs, traces, frag.get(device));
+    const summary = summarizeDevice(device, segs, traces, frag.get(device));
+    // Reserved memory after each recorded event, from the segment events (the viewer's engine).
+    const reservedSeries = traces.length > 0 ? timeline(snapshot, device).reserved : new Float64Array(0);
+    for (const r of reservedSeries) if (r > summary.peakReserved) summary.peakReserved = r;
+    return summary;
   });
 }
 
@@ -74,6 +83,8 @@ function summarizeDevice(device: number, segs: Segment[], traces: TraceEntry[], 
     blocksByState,
     largestFreeBlock: frag?.largestFree ?? 0,
     externalFragmentation: frag?.external ?? 0,
+    peakReserved: reserved,
+    ooms: traceByAction.oom ?? 0,
     traceEntries: traces.length,
     traceByAction,
     traceSpanMs: traces.length > 1 ? (last - first) / 1000 : 0,

@@ -6,6 +6,22 @@ import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 
 const hex = (n: number | bigint | undefined): string => (n === undefined ? '-' : `0x${n.toString(16)}`);
 
+/** One row per file and device: what `cca summary A B C` prints for several ranks. */
+export function renderSummaryTable(files: { path: string; devices: DeviceSummary[] }[]): string {
+  const head = ['file', 'device', 'reserved', 'peak reserved', 'allocated', 'cached', 'largest free', 'fragmentation', 'OOMs'];
+  const rows: string[][] = [];
+  for (const f of files) {
+    if (f.devices.length === 0) rows.push([f.path, '-', '0 B', '0 B', '0 B', '0 B', '0 B', '-', '0']);
+    for (const s of f.devices) {
+      rows.push([f.path, String(s.device), humanBytes(s.reserved), humanBytes(s.peakReserved), humanBytes(s.allocated),
+        humanBytes(s.cached), humanBytes(s.largestFreeBlock), `${(100 * s.externalFragmentation).toFixed(1)}%`, String(s.ooms)]);
+    }
+  }
+  const widths = head.map((h, c) => rows.reduce((w, r) => Math.max(w, r[c]!.length), h.length));
+  const line = (r: string[]) => r.map((v, c) => (c === 0 ? v.padEnd(widths[c]!) : v.padStart(widths[c]!))).join('  ').trimEnd();
+  return `${[line(head), ...rows.map(line)].join('\n')}\n`;
+}
+
 export function renderSnapshotSummary(path: string, summaries: DeviceSummary[], snapshot: Snapshot): string {
   const out: string[] = [`${path}`];
   if (summaries.length === 0) out.push('  no segments and no history');
@@ -13,6 +29,7 @@ export function renderSnapshotSummary(path: string, summaries: DeviceSummary[], 
     const pct = (n: number) => (s.reserved ? ` (${((100 * n) / s.reserved).toFixed(1)}% of reserved)` : '');
     out.push(`device ${s.device}: ${s.segments} segments`);
     out.push(`  reserved   ${humanBytes(s.reserved).padStart(12)}   held from the device by the allocator: what nvidia-smi shows (plus the CUDA context)`);
+    if (s.peakReserved > s.reserved) out.push(`  peak       ${humanBytes(s.peakReserved).padStart(12)}   the most reserved during the recorded history`);
     out.push(`  allocated  ${humanBytes(s.allocated).padStart(12)}   in live allocations${pct(s.allocated)}`);
     out.push(`  active     ${humanBytes(s.active).padStart(12)}   allocated, plus frees waiting for other streams`);
     out.push(`  requested  ${humanBytes(s.requested).padStart(12)}   what callers asked for; active - requested is rounding`);
@@ -23,6 +40,7 @@ export function renderSnapshotSummary(path: string, summaries: DeviceSummary[], 
       out.push(`  history: ${s.traceEntries} entries over ${s.traceSpanMs.toFixed(1)} ms: ` +
         Object.entries(s.traceByAction).map(([k, v]) => `${v} ${k}`).join(', '));
     }
+    if (s.ooms > 0) out.push(`  out of memory ${s.ooms} time${s.ooms === 1 ? '' : 's'} during the history`);
   }
   const settings = snapshot.allocator_settings;
   if (settings && typeof settings === 'object') {

@@ -5,7 +5,7 @@ import { runDemo } from '../demo.js';
 import { loadSnapshot } from '../snapshot/load.js';
 import { formatFor, unwritable, writeSnapshotFile } from '../snapshot/dump.js';
 import { summarize } from '../analysis/summary.js';
-import { renderSegments, renderSnapshotSummary, renderTrace } from './format-snapshot.js';
+import { renderSegments, renderSnapshotSummary, renderSummaryTable, renderTrace } from './format-snapshot.js';
 import { fragmentation } from '../analysis/fragmentation.js';
 import { diffSnapshots } from '../analysis/diff.js';
 import { findLeaks } from '../analysis/leaks.js';
@@ -49,13 +49,19 @@ program
 
 program
   .command('summary')
-  .argument('<file>', 'a snapshot (.pickle or .json)')
-  .description('what the numbers mean: reserved vs allocated vs cached, fragmentation, history')
-  .option('--json', 'print the summary as JSON')
-  .action((file: string, opts: { json?: boolean }) => {
-    const snap = load(file);
-    const s = summarize(snap);
-    process.stdout.write(opts.json ? `${JSON.stringify(s, null, 2)}\n` : renderSnapshotSummary(file, s, snap));
+  .argument('<files...>', 'snapshots (.pickle or .json); several (one per rank or process) print one table')
+  .description('what the numbers mean: reserved vs allocated vs cached, fragmentation, history; a row per file for several')
+  .option('--json', 'print the summary as JSON (for several files: [{ file, devices }])')
+  .action((files: string[], opts: { json?: boolean }) => {
+    if (files.length === 1) {
+      const snap = load(files[0]!);
+      const s = summarize(snap);
+      process.stdout.write(opts.json ? `${JSON.stringify(s, null, 2)}\n` : renderSnapshotSummary(files[0]!, s, snap));
+      return;
+    }
+    const rows = files.map((path) => ({ path, devices: summarize(load(path)) }));
+    process.stdout.write(opts.json ? json(rows.map((r) => ({ file: r.path, devices: r.devices })))
+      : renderSummaryTable(rows));
   });
 
 program
