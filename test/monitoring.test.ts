@@ -1,6 +1,7 @@
 // The allocator's figures as Prometheus metrics (prom-client), OpenTelemetry instruments
 // (the real SDK) and an HTTP endpoint: values equal memory_stats() and what the segments
 // show, one native call per scrape, names by Prometheus's conventions.
+import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import client from 'prom-client';
 import { MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
@@ -171,5 +172,13 @@ describe('the endpoint', () => {
     }
     await expect(monitoring.serveMetrics({ port: 70000 })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' });
     for (const b of keep) b.free();
+  });
+});
+
+describe('docs/monitoring.md', () => {
+  it('lists exactly the metrics exported, with their types and the stat each mirrors', () => {
+    const doc = readFileSync(new URL('../docs/monitoring.md', import.meta.url), 'utf8');
+    const rows = [...doc.matchAll(/^\| `(cca_[a-z_]+)` \| (gauge|counter) \| [^|]+ \| `([^`]+)` \|/gm)].map((m) => [m[1], m[2], m[3]]);
+    expect(rows).toEqual(monitoring.METRICS.map((m) => [m.name, m.kind, m.mirrors]));
   });
 });

@@ -4,6 +4,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 describe('README example', () => {
@@ -21,7 +23,12 @@ describe('README example', () => {
   });
 
   it('every js example in docs/ runs too (with the import added where a block has none)', () => {
-    const docs = ['api.md', 'history-and-snapshots.md', 'tools.md'];
+    const docs = ['api.md', 'history-and-snapshots.md', 'tools.md', 'monitoring.md'];
+    // The monitoring peers, resolved from this repository (the examples run from a temp folder).
+    const peers = new Map(['prom-client', '@opentelemetry/api', '@opentelemetry/sdk-metrics'].map((name) =>
+      [name, pathToFileURL(createRequire(import.meta.url).resolve(name)).href]));
+    const localize = (code: string) => code.replace(/from '(prom-client|@opentelemetry\/[a-z-]+)'/g, (_m, name: string) => `from ${JSON.stringify(peers.get(name))}`)
+      .replace(/^import \{[^}]*\} from 'cuda-caching-allocator';\n/m, '');
     const entry = new URL('../dist/index.js', import.meta.url).href;
     const header = `import { cuda, memory, analysis, MemPool, use_mem_pool, loadSnapshot, Stream, DeviceBuffer, CudaOutOfMemoryError } from ${JSON.stringify(entry)};\n`;
     let ran = 0;
@@ -32,7 +39,7 @@ describe('README example', () => {
         if (/^import /m.test(code) && code.trim().split('\n').length === 1) continue;  // the import line alone
         const dir = mkdtempSync(join(tmpdir(), 'cca-docs-'));
         const file = join(dir, 'example.mjs');
-        writeFileSync(file, header + code);
+        writeFileSync(file, header.replace('CudaOutOfMemoryError }', 'CudaOutOfMemoryError, monitoring }') + localize(code));
         execFileSync(process.execPath, [file], { cwd: dir, encoding: 'utf8', env: { ...process.env, CCA_DEVICE: 'sim' } });
         ran++;
       }

@@ -13,6 +13,7 @@ import {
   cuda,
   loadSnapshot,
   memory,
+  monitoring,
   use_mem_pool,
   type Segment,
   type Snapshot,
@@ -27,6 +28,13 @@ describe('public types', () => {
     expectTypeOf<analysis.LeakGroup['growing']>().toEqualTypeOf<boolean>();
     expectTypeOf(analysis.replayOnSim).returns.toEqualTypeOf<analysis.ReplayReport>();
     expectTypeOf<analysis.ReplayReport['oom']>().toEqualTypeOf<{ index: number; size: number; message: string } | null>();
+  });
+
+  it('monitoring', () => {
+    expectTypeOf(monitoring.registerPrometheus).returns.resolves.toEqualTypeOf<monitoring.PrometheusHandle>();
+    expectTypeOf(monitoring.serveMetrics).returns.resolves.toEqualTypeOf<monitoring.MetricsServer>();
+    expectTypeOf(monitoring.registerOpenTelemetry).returns.toEqualTypeOf<monitoring.OpenTelemetryHandle>();
+    expectTypeOf<monitoring.MetricDefinition['kind']>().toEqualTypeOf<'gauge' | 'counter'>();
   });
 
   it('files and ordering', () => {
