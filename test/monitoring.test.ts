@@ -91,7 +91,7 @@ describe('Prometheus (prom-client)', () => {
   it('follows Prometheus naming, shows history only while recording, and unregisters', async () => {
     const registry = new client.Registry();
     const handle = await monitoring.registerPrometheus({ registry });
-    const families = (await registry.getMetricsAsJSON()) as { name: string; type: string }[];
+    const families = (await registry.getMetricsAsJSON()) as unknown as { name: string; type: string }[];
     for (const f of families) {
       expect(f.name).toMatch(/^cca_[a-z_]+$/);
       if (f.type === 'counter') expect(f.name).toMatch(/_total$/);
