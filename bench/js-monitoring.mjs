@@ -49,6 +49,13 @@ async function scrapeCost(n) {
     memory.memory_stats();
     statsTimes.push(Number(process.hrtime.bigint() - t) / 1000);
   }
+  const nativeTimes = [];
+  let buf = native.monitorSample();
+  for (let i = 0; i < 2000; i++) {
+    const t = process.hrtime.bigint();
+    buf = native.monitorSample(buf);
+    nativeTimes.push(Number(process.hrtime.bigint() - t) / 1000);
+  }
   const emptyTimes = [];
   for (let i = 0; i < 2000; i++) {
     const t = process.hrtime.bigint();
@@ -72,7 +79,7 @@ async function scrapeCost(n) {
   const text = await registry.metrics();
   for (const b of live) b.free();
   return {
-    n, us: median(times), statsUs: median(statsTimes), emptyUs: median(emptyTimes), calls: calls / 100,
+    n, us: median(times), nativeUs: median(nativeTimes), statsUs: median(statsTimes), emptyUs: median(emptyTimes), calls: calls / 100,
     heapKiB: heapPerScrape / 1024, lines: text.split('\n').filter((l) => l && !l.startsWith('#')).length,
   };
 }
@@ -96,10 +103,10 @@ async function busyLoop(ms, collector) {
 }
 
 console.log(`monitoring cost (${machine()})`);
-console.log('cached blocks   scrape (us)   series   native calls/scrape   JS heap/scrape (KiB)   memory_stats() (us)   empty registry scrape (us)');
+console.log('cached blocks   scrape (us)   of which the native call (us)   series   native calls/scrape   JS heap/scrape (KiB)   memory_stats() (us)   empty registry scrape (us)');
 for (const n of [0, 1000, 100_000]) {
   const r = await scrapeCost(n);
-  console.log(`${String(n).padEnd(15)} ${r.us.toFixed(1).padStart(11)} ${String(r.lines).padStart(8)} ${String(r.calls).padStart(20)} ${r.heapKiB.toFixed(1).padStart(22)} ${r.statsUs.toFixed(1).padStart(21)} ${r.emptyUs.toFixed(1).padStart(28)}`);
+  console.log(`${String(n).padEnd(15)} ${r.us.toFixed(1).padStart(11)} ${r.nativeUs.toFixed(2).padStart(31)} ${String(r.lines).padStart(8)} ${String(r.calls).padStart(20)} ${r.heapKiB.toFixed(1).padStart(22)} ${r.statsUs.toFixed(1).padStart(21)} ${r.emptyUs.toFixed(1).padStart(28)}`);
 }
 const slow = [];
 for (let round = 0; round < 5; round++) {
