@@ -4,7 +4,7 @@
 // history settings, pools, the current device. New public functions belong in CALLS.
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
-  DeviceBuffer, MemPool, Stream, analysis, cuda, encodeSnapshot, formatSize, loadSnapshot, memory, parseSnapshot,
+  DeviceBuffer, MemPool, Stream, analysis, cuda, encodeSnapshot, formatSize, loadSnapshot, memory, monitoring, parseSnapshot,
   use_mem_pool,
 } from '../lib/index.js';
 import { capture } from '../lib/history/record.js';
@@ -209,6 +209,13 @@ const CALLS: Call[] = [
   { name: 'pool.snapshot', param: 'options', valid: kinds.options, extra: badOptions(['includeTraces']), call: (v) => S.pool.snapshot(v as never) },
   { name: 'pool.snapshot', param: 'options.includeTraces', valid: kinds.optionalBool, call: (v) => S.pool.snapshot({ includeTraces: v as boolean }) },
   { name: 'MemPool methods', param: 'pool', valid: kinds.none, extra: () => [S.released, Object.create(MemPool.prototype)], call: (v) => MemPool.prototype.release.call(v as MemPool) },
+  // monitoring
+  // Valid options are never tried here: they would register on the default registry or listen.
+  { name: 'monitoring.registerPrometheus', param: 'options|registry', valid: kinds.options, extra: () => [{ registry: {} }, { registy: 1 }],
+    call: (v) => monitoring.registerPrometheus(v as never) },
+  { name: 'monitoring.registerOpenTelemetry', param: 'meter', valid: kinds.none, call: (v) => monitoring.registerOpenTelemetry(v as never) },
+  { name: 'monitoring.serveMetrics', param: 'options', valid: kinds.options, extra: badOptions(['port', 'host', 'path']), call: (v) => monitoring.serveMetrics(v as never) },
+  { name: 'monitoring.serveMetrics', param: 'options.port', valid: (v) => v === undefined, extra: () => [70_000, -1, 1.5], call: (v) => monitoring.serveMetrics({ port: v as number }) },
   // files and codecs
   { name: 'loadSnapshot', param: 'path|file', valid: kinds.none, extra: () => ['/dev/zero', '/', '/nonexistent.pickle', 0, 1], call: (v) => loadSnapshot(v as string) },
   { name: 'loadSnapshot', param: 'options', valid: kinds.options, extra: () => [{ maxBytes: 0 }, { maxbytes: 5 }], call: (v) => loadSnapshot('/nonexistent.pickle', v as never) },
@@ -304,9 +311,9 @@ describe('every public function refuses every wrong value, with a code, changing
     const named = new Set(CALLS.map((c) => c.name.split(' ')[0]!));
     const argless = new Set(['cuda.isAvailable', 'cuda.probe', 'cuda.currentDevice', 'cuda.deviceCount', 'cuda.runtimeInfo',
       'memory.get_allocator_settings', 'memory.MemPool', 'memory.use_mem_pool', 'cuda.Stream', 'cuda.DeviceBuffer',
-      'memory.max_memory_cached', 'memory.memory_cached']);
+      'memory.max_memory_cached', 'memory.memory_cached', 'monitoring.readSamples', 'monitoring.otelName']);
     const missing: string[] = [];
-    for (const [mod, ns] of [['memory', memory], ['cuda', cuda], ['analysis', analysis]] as const) {
+    for (const [mod, ns] of [['memory', memory], ['cuda', cuda], ['analysis', analysis], ['monitoring', monitoring]] as const) {
       for (const [k, v] of Object.entries(ns)) {
         const name = `${mod}.${k}`;
         if (typeof v === 'function' && !named.has(name) && !argless.has(name)) missing.push(name);

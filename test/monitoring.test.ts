@@ -109,6 +109,17 @@ describe('Prometheus (prom-client)', () => {
     expect(await registry.metrics()).toBe('\n');
   });
 
+  it('uses prom-client\'s default registry when given none', async () => {
+    const handle = await monitoring.registerPrometheus();
+    try {
+      expect(handle.registry).toBe(client.register);
+      expect(parse(await client.register.metrics()).get('cca_reserved_bytes{device="1",pool="all"}')).toBe(0);
+    } finally {
+      handle.unregister();
+    }
+    expect(client.register.getSingleMetric('cca_reserved_bytes')).toBeUndefined();
+  });
+
   it('refuses a registry that is not one', async () => {
     await expect(monitoring.registerPrometheus({ registry: {} as never })).rejects.toBeInstanceOf(InvalidArgumentError);
     await expect(monitoring.registerPrometheus({ registy: 1 } as never)).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' });
@@ -171,6 +182,11 @@ describe('the endpoint', () => {
       await server.close();
     }
     await expect(monitoring.serveMetrics({ port: 70000 })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' });
+    const first = await monitoring.serveMetrics({ port: 0 });
+    await expect(monitoring.serveMetrics({ port: first.port })).rejects.toMatchObject({
+      code: 'ERR_CCA_PORT_IN_USE', message: expect.stringMatching(/already in use; pass another port, or port: 0/),
+    });
+    await first.close();
     for (const b of keep) b.free();
   });
 });

@@ -2,6 +2,7 @@
 // serves a registry with the allocator's metrics. Off unless started; localhost by default.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { InvalidArgumentError } from '../errors.js';
 import { checkInteger, checkOptions, checkString } from '../validate.js';
 import { loadPromClient, registerPrometheus, type PrometheusRegistry } from './prometheus.js';
 
@@ -44,7 +45,12 @@ export async function serveMetrics(options?: ServeOptions): Promise<MetricsServe
     );
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (e: NodeJS.ErrnoException) => {
+      const where = `${host}:${port}`;
+      reject(e.code === 'EADDRINUSE'
+        ? new InvalidArgumentError(`serveMetrics: ${where} is already in use; pass another port, or port: 0 for a free one`, 'ERR_CCA_PORT_IN_USE')
+        : new InvalidArgumentError(`serveMetrics: cannot listen on ${where}: ${e.message}`, 'ERR_CCA_LISTEN_FAILED'));
+    });
     server.listen(port, host, () => resolve());
   });
   const actual = (server.address() as AddressInfo).port;
