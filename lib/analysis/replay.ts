@@ -11,6 +11,7 @@ import * as cuda from '../cuda.js';
 import { deviceCount } from '../device.js';
 import { InvalidArgumentError, CudaOutOfMemoryError } from '../errors.js';
 import { Stream } from '../stream.js';
+import { MemPool, use_mem_pool } from '../mem-pool.js';
 import type { DeviceBuffer } from '../device-buffer.js';
 import * as memory from '../memory.js';
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
@@ -39,13 +40,24 @@ export interface ReplayReport {
   frees: number;
   /** Frees of addresses the history never allocated and the final state does not explain. */
   unknownFrees: number;
-  /** Allocations made in private pools (MemPools), replayed into the default pools. */
+  /** Allocations made in private pools (MemPools), replayed into a MemPool per recorded id. */
   poolAllocs: number;
+  /** Runs of segment frees (empty_cache(), or the cache released before an allocation retry or
+   *  an OOM), each replayed as empty_cache(). */
+  cacheReleases: number;
   initialLive: { count: number; bytes: number };
+  /** Segments rebuilt as free cache before the first entry: there at the start, holding nothing live. */
+  initialFreeSegments: number;
+  /** The segment events (alloc/free/map/unmap and their sizes) in order, ours against the
+   *  recording's: equal when `firstMismatch` is null. */
+  segmentEvents: { recorded: number; ours: number; firstMismatch: { at: number; recorded: string; ours: string } | null };
   recorded: ReplaySide;
   ours: ReplaySide;
   /** The first entry after which reserved growth since the start differs, or null. */
   firstDivergence: { index: number; action: string; recordedGrowth: number; ourGrowth: number } | null;
+  /** The recorded OOMs, and how many our allocator also hit at the same point with the same
+   *  request (the replay goes on after each, as the program did). */
+  ooms: { recorded: number; reproduced: number; notReproducedAt: number[] };
   /** Set when our allocator ran out of the simulated capacity; the replay stopped there (index
    *  -1: the state the history started from did not fit). */
   oom: { index: number; size: number; message: string } | null;
@@ -53,7 +65,8 @@ export interface ReplayReport {
 
 export interface ReplayOptions {
   device?: number;
-  /** Simulated device memory (default 256 GiB: more than any GPU's, so only the policy limits growth). */
+  /** Simulated device memory. Default: the recorded device's total where an OOM entry tells it
+   *  (its free bytes plus the reserved ones then), else 256 GiB, so only the policy limits growth. */
   capacityBytes?: number;
   /** Allocator settings (PYTORCH_CUDA_ALLOC_CONF syntax); default: the snapshot's own. */
   settings?: string;
@@ -94,7 +107,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
   const s = snapshotArg(snapshot);
   options = checkOptions<ReplayOptions>('replay options', options, ['device', 'capacityBytes', 'settings', 'onProgress']);
   const device = options.device === undefined ? 0 : deviceArg(options.device, 'options.device');
-  const capacityBytes = options.capacityBytes === undefined ? 256 * 2 ** 30
+  const capacityBytes = options.capacityBytes === undefined ? recordedCapacity(s, device) ?? 256 * 2 ** 30
     : checkInteger('options.capacityBytes', options.capacityBytes, 1, 2 ** 40);
   const settings = options.settings === undefined ? settingsOf(s) : checkString('options.settings', options.settings);
   functionArg(options.onProgress, 'options.onProgress');
@@ -110,7 +123,12 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
   cuda.sim.configure({ devices: 1, capacityBytes });
   memory._set_allocator_settings(settings);
 
+  // The recorded streams, made up front in the order of their handles: the allocator orders
+  // free blocks by stream first, so the cache is released in the recorded order.
   const streams = new Map<number, Stream>();
+  const ids = new Set<number>(trace.map((e) => e.stream));
+  for (const seg of s.segments) if (seg.device === device) ids.add(seg.stream);
+  for (const id of [...ids].filter((n) => n !== 0).sort((x, y) => x - y)) streams.set(id, Stream.create());
   const streamFor = (id: number): Stream | undefined => {
     if (id === 0) return undefined;
     let st = streams.get(id);
@@ -121,6 +139,17 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     return st;
   };
   const live = new Map<number, DeviceBuffer>();
+  // One MemPool per recorded private pool id: their allocations stay apart from the default pools.
+  const pools = new Map<number, MemPool>();
+  const allocIn = (pool: number, size: number, stream: number): DeviceBuffer => {
+    if (pool === 0) return cuda.alloc(size, { stream: streamFor(stream) });
+    let p = pools.get(pool);
+    if (!p) {
+      p = new MemPool();
+      pools.set(pool, p);
+    }
+    return use_mem_pool(p, () => cuda.alloc(size, { stream: streamFor(stream) }));
+  };
   // Whatever happens, the replay's buffers and streams go: the caller's runtime is left empty.
   try {
     // The recorded side comes from the same engine as the viewer's timeline.
@@ -131,7 +160,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     for (const addr of [...initial.keys()].sort((a, b) => a - b)) {
       const l = initial.get(addr)!;
       try {
-        live.set(addr, cuda.alloc(l.size, { stream: streamFor(l.stream) }));
+        live.set(addr, allocIn(l.pool, l.size, l.stream));
       } catch (err) {
         if (!(err instanceof CudaOutOfMemoryError)) throw err;
         // The state the history started from does not fit: index -1, before the first entry.
@@ -140,6 +169,29 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
       }
       initialBytes += l.size;
     }
+    // Segments that existed, entirely free, when the history began (a ring that wrapped lost
+    // their events): made now, with fillers of their size given back, so the cache holds them.
+    let initialFreeSegments = 0;
+    if (oom === null && !memory.get_allocator_settings().expandable_segments) {
+      for (const seg of freeSegmentsAtStart(s, device, initial)) {
+        try {
+          // A small segment (2 MiB) takes two 1 MiB requests; a large one, one of its size.
+          const fill = seg.size === 2 * MiB ? [allocIn(seg.pool, MiB, seg.stream), allocIn(seg.pool, MiB, seg.stream)]
+            : [allocIn(seg.pool, seg.size, seg.stream)];
+          for (const b of fill) b.free();
+          initialFreeSegments++;
+        } catch (err) {
+          if (!(err instanceof CudaOutOfMemoryError)) throw err;
+          oom = { index: -1, size: seg.size, message: err.message };
+          break;
+        }
+      }
+    }
+    // Our own segment events from here on, to compare with the recording's in order.
+    memory._record_memory_history({
+      enabled: 'all', context: null, maxEntries: Math.max(1000, 4 * trace.length),
+      skipActions: ['alloc', 'free_requested', 'free_completed', 'snapshot', 'oom'],
+    });
     const stat = (k: string): number => memory.memory_stats(0)[k] as number;
     const growthsAtStart = stat('num_device_alloc');
     const shrinksAtStart = stat('num_device_free');
@@ -155,6 +207,8 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     let frees = 0;
     let unknownFrees = 0;
     let poolAllocs = 0;
+    let cacheReleases = 0;
+    const ooms = { recorded: 0, reproduced: 0, notReproducedAt: [] as number[] };
     let firstDivergence: ReplayReport['firstDivergence'] = null;
     const every = Math.max(1, Math.floor(trace.length / 100));
     for (let i = 0; oom === null && i < trace.length; i++) {
@@ -164,11 +218,31 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
       if (delta < 0) recorded.segmentShrinks++;
       recordedNow = rec.reserved[i]!;
       recorded.peakReserved = Math.max(recorded.peakReserved, recordedNow);
+      if (delta < 0 && startsCacheRelease(trace, i)) {
+        memory.empty_cache(0);
+        cacheReleases++;
+        ourNow = memory.memory_reserved(0);
+      }
+      if (e.action === 'oom') {
+        // The request that failed there (its rounded size): does it fail here too? Either way
+        // the program went on, and so does the replay; a request that fits is given back.
+        ooms.recorded++;
+        try {
+          allocIn(e.pool_id?.[1] ?? 0, e.size, e.stream).free();
+          memory.empty_cache(0);
+          if (ooms.notReproducedAt.length < 100) ooms.notReproducedAt.push(i);
+        } catch (err) {
+          if (!(err instanceof CudaOutOfMemoryError)) throw err;
+          ooms.reproduced++;
+        }
+        ourNow = memory.memory_reserved(0);
+      }
       if (e.action === 'alloc' && e.addr !== undefined) {
-        if (e.pool_id && (e.pool_id[0] !== 0 || e.pool_id[1] !== 0)) poolAllocs++;
+        const pool = e.pool_id?.[1] ?? 0;
+        if (pool !== 0) poolAllocs++;
         live.get(e.addr)?.free();  // an address handed out twice: the ring lost the free between
         try {
-          live.set(e.addr, cuda.alloc(e.size, { stream: streamFor(e.stream) }));
+          live.set(e.addr, allocIn(pool, e.size, e.stream));
         } catch (err) {
           if (!(err instanceof CudaOutOfMemoryError)) throw err;
           oom = { index: i, size: e.size, message: err.message };
@@ -200,12 +274,98 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     ours.endReserved = memory.memory_reserved(0);
     ours.segmentGrowths = stat('num_device_alloc') - growthsAtStart;
     ours.segmentShrinks = stat('num_device_free') - shrinksAtStart;
+    const segmentEvents = compareSegmentEvents(trace, memory._snapshot().device_traces[0] ?? []);
+    memory._record_memory_history(null);
     return {
-      device, settings, capacityBytes, entries: trace.length, allocs, frees, unknownFrees, poolAllocs,
-      initialLive: { count: initial.size, bytes: initialBytes }, recorded, ours, firstDivergence, oom,
+      device, settings, capacityBytes, entries: trace.length, allocs, frees, unknownFrees, poolAllocs, cacheReleases, ooms,
+      initialLive: { count: initial.size, bytes: initialBytes }, initialFreeSegments, segmentEvents, recorded, ours, firstDivergence, oom,
     };
   } finally {
     for (const b of live.values()) if (!b.disposed) b.free();
     for (const st of streams.values()) if (!st.destroyed) st.destroy();
+    for (const p of pools.values()) if (p.use_count() > 0) p.release();
+    memory._record_memory_history(null);
   }
 }
+
+/**
+ * Whether the segment free at `i` opens a run of segment frees: the cache released, by
+ * empty_cache() or by an allocation that retries after a failed device malloc (or ends in an
+ * OOM). Both release every free segment, so the replay calls empty_cache() there: it cannot
+ * count on its own device running out at the same point. (With max_split_size_mb set, PyTorch
+ * first releases only oversize blocks; a replay that releases more shows it as a divergence.)
+ */
+export function startsCacheRelease(trace: readonly TraceEntry[], i: number): boolean {
+  const shrinks = (a: string) => a === 'segment_free' || a === 'segment_unmap';
+  return shrinks(trace[i]!.action) && (i === 0 || !shrinks(trace[i - 1]!.action));
+}
+
+/** The recorded device's total memory, from its OOM entries: free bytes then plus reserved then. */
+export function recordedCapacity(s: Snapshot, device: number): number | undefined {
+  const trace = s.device_traces[device] ?? [];
+  if (!trace.some((e) => e.action === 'oom' && typeof e.device_free === 'number')) return undefined;
+  const reserved = timeline(s, device).reserved;
+  let total = 0;
+  trace.forEach((e, i) => {
+    if (e.action === 'oom' && typeof e.device_free === 'number') total = Math.max(total, e.device_free + reserved[i]!);
+  });
+  return Math.min(total, 2 ** 40);
+}
+
+interface StartSegment {
+  address: number;
+  size: number;
+  stream: number;
+  pool: number;
+}
+
+/**
+ * Segments present when the history began that held no live allocation then: those of the
+ * final state, and those freed during the history, that the history did not create.
+ */
+export function freeSegmentsAtStart(s: Snapshot, device: number, initialLive: Map<number, unknown>): StartSegment[] {
+  const trace = s.device_traces[device] ?? [];
+  const created = new Set<number>();
+  const found = new Map<number, StartSegment>();
+  for (const e of trace) {
+    if (e.addr === undefined) continue;
+    if (e.action === 'segment_alloc') created.add(e.addr);
+    else if (e.action === 'segment_free' && !created.has(e.addr) && !found.has(e.addr)) {
+      found.set(e.addr, { address: e.addr, size: e.size, stream: e.stream, pool: e.pool_id?.[1] ?? 0 });
+    }
+  }
+  for (const seg of s.segments) {
+    if (seg.device !== device || seg.is_expandable || created.has(seg.address) || found.has(seg.address)) continue;
+    found.set(seg.address, { address: seg.address, size: seg.total_size, stream: seg.stream, pool: seg.segment_pool_id?.[1] ?? 0 });
+  }
+  const live = [...initialLive.keys()].sort((a, b) => a - b);
+  const holdsLive = (g: StartSegment) => {
+    let lo = 0;
+    let hi = live.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (live[mid]! < g.address) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < live.length && live[lo]! < g.address + g.size;
+  };
+  return [...found.values()].filter((g) => !holdsLive(g)).sort((a, b) => a.address - b.address);
+}
+
+const SEGMENT_ACTIONS = new Set(['segment_alloc', 'segment_free', 'segment_map', 'segment_unmap']);
+
+/** The first place where the two sequences of segment events (action and size) differ. */
+function compareSegmentEvents(recorded: readonly TraceEntry[], ours: readonly TraceEntry[]): ReplayReport['segmentEvents'] {
+  const label = (e: TraceEntry | undefined) => (e ? `${e.action} ${e.size}` : '(none)');
+  const a = recorded.filter((e) => SEGMENT_ACTIONS.has(e.action));
+  const b = ours.filter((e) => SEGMENT_ACTIONS.has(e.action));
+  let firstMismatch: ReplayReport['segmentEvents']['firstMismatch'] = null;
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    if (label(a[i]) !== label(b[i])) {
+      firstMismatch = { at: i, recorded: label(a[i]), ours: label(b[i]) };
+      break;
+    }
+  }
+  return { recorded: a.length, ours: b.length, firstMismatch };
+}
+

@@ -11,6 +11,8 @@ import { deviceArg, snapshotArg } from './args.js';
 export interface LiveAllocation {
   size: number;
   stream: number;
+  /** n of the MemPool id (0, n) it was allocated from; 0: the default pools. */
+  pool: number;
 }
 
 /** The allocations live when the history began, by address. */
@@ -23,14 +25,14 @@ export function inferInitialLive(snapshot: Snapshot, device = 0): Map<number, Li
     if (e.addr === undefined) continue;
     if (e.action === 'alloc') allocated.add(e.addr);
     else if (e.action === 'free_requested' && !allocated.has(e.addr) && !initial.has(e.addr)) {
-      initial.set(e.addr, { size: e.size, stream: e.stream });
+      initial.set(e.addr, { size: e.size, stream: e.stream, pool: e.pool_id?.[1] ?? 0 });
     }
   }
   for (const seg of s.segments) {
     if (seg.device !== device) continue;
     for (const b of seg.blocks) {
       if (b.state !== 'inactive' && !allocated.has(b.address) && !initial.has(b.address)) {
-        initial.set(b.address, { size: b.requested_size > 0 ? b.requested_size : b.size, stream: seg.stream });
+        initial.set(b.address, { size: b.requested_size > 0 ? b.requested_size : b.size, stream: seg.stream, pool: seg.segment_pool_id?.[1] ?? 0 });
       }
     }
   }

@@ -100,7 +100,8 @@ export function renderReplay(file: string, r: ReplayReport): string {
     `${file}: device ${r.device}, ${r.entries} entries replayed on a simulated ${humanBytes(r.capacityBytes)} device ` +
       `with settings '${r.settings || '(defaults)'}'`,
     `  ${r.allocs} allocs, ${r.frees} frees; ${r.initialLive.count} allocations (${humanBytes(r.initialLive.bytes)}) ` +
-      'were live when the history began and were allocated first',
+      'were live when the history began and were allocated first' +
+      (r.initialFreeSegments ? `; ${r.initialFreeSegments} free segments of that time were rebuilt as cache` : ''),
     'reserved memory:',
     side('recorded', r.recorded),
     side('ours', r.ours),
@@ -115,12 +116,24 @@ export function renderReplay(file: string, r: ReplayReport): string {
     const f = r.firstDivergence;
     out.push(`  first difference at entry ${f.index} (${f.action}): recorded growth ${signed(f.recordedGrowth)}, ours ${signed(f.ourGrowth)}`);
   }
+  const ev = r.segmentEvents;
+  out.push(ev.firstMismatch === null
+    ? `  segment events: the same ${ev.recorded}, in the same order`
+    : `  segment events: recorded ${ev.recorded}, ours ${ev.ours}; event ${ev.firstMismatch.at} differs ` +
+      `(recorded ${ev.firstMismatch.recorded}, ours ${ev.firstMismatch.ours})`);
+  if (r.cacheReleases > 0) out.push(`  ${r.cacheReleases} cache releases (empty_cache(), or before an allocation retry or OOM) replayed as empty_cache()`);
+  if (r.ooms.recorded > 0) {
+    out.push(`  out-of-memory: ${r.ooms.reproduced} of the ${r.ooms.recorded} recorded happen here too, with the same request`);
+  }
   if (r.recorded.segmentGrowths === 0 && r.initialLive.count > 0) {
     out.push('  note: the recording has no segment events (history began on a warm cache), so its segments were ' +
       'laid out by allocations before the history; ours start from the live set alone');
   }
   if (r.unknownFrees > 0) out.push(`  ${r.unknownFrees} frees of addresses nothing explains were skipped`);
-  if (r.poolAllocs > 0) out.push(`  ${r.poolAllocs} allocations of private pools (MemPools) went to the default pools`);
-  if (r.oom) out.push(`  OUT OF MEMORY at entry ${r.oom.index} (alloc of ${humanBytes(r.oom.size)}): ${r.oom.message.split('\n')[0]}`);
+  if (r.poolAllocs > 0) out.push(`  ${r.poolAllocs} allocations of private pools (MemPools), replayed into a MemPool each`);
+  if (r.oom) {
+    out.push(`  OUT OF MEMORY ${r.oom.index < 0 ? 'before the first entry (the starting state does not fit)' : `at entry ${r.oom.index}`} ` +
+      `(alloc of ${humanBytes(r.oom.size)}): ${r.oom.message.split('\n')[0]}`);
+  }
   return `${out.join('\n')}\n`;
 }
