@@ -73,7 +73,7 @@ describe.skipIf(!existsSync(BUILT))('the install script', () => {
 
   it('--build-from-source and npm rebuild skip the prebuild', () => {
     const { dir, bin } = packageCopy('good');
-    for (const env of [{ npm_config_build_from_source: 'true' }, { npm_command: 'rebuild' }]) {
+    for (const env of [{ npm_config_build_from_source: 'true' }, { npm_command: 'rebuild' }] as Record<string, string>[]) {
       const r = install(dir, bin, env);
       expect(r.status).toBe(1);
       expect(r.stderr).toContain('a build from source was asked for, but it cannot be built here.');
