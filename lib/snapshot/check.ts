@@ -53,6 +53,10 @@ class Checker {
     if (typeof o[key] !== 'string') this.fail(`${path}.${key}`, 'a string', o[key]);
   }
 
+  finite(o: Obj, key: string, path: string): void {
+    if (typeof o[key] !== 'number' || !Number.isFinite(o[key])) this.fail(`${path}.${key}`, 'a finite number', o[key]);
+  }
+
   optStr(o: Obj, key: string, path: string): void {
     if (o[key] !== undefined && o[key] !== null) this.str(o, key, path);
   }
@@ -129,7 +133,7 @@ class Checker {
     this.str(e, 'action', path);
     this.int(e, 'size', path);
     this.int(e, 'stream', path);
-    if (typeof e.time_us !== 'number' || !Number.isFinite(e.time_us)) this.fail(`${path}.time_us`, 'a finite number', e.time_us);
+    this.finite(e, 'time_us', path);
     // PyTorch writes no addr for an oom (device_free instead); every other action has one.
     if (e.action === 'oom') this.optInt(e, 'device_free', path);
     else this.int(e, 'addr', path);
@@ -145,7 +149,7 @@ class Checker {
     this.int(a, 'device', path);
     this.str(a, 'name', path);
     this.oneOf(a, 'stage', path, STAGES);
-    if (typeof a.time_us !== 'number' || !Number.isFinite(a.time_us)) this.fail(`${path}.time_us`, 'a finite number', a.time_us);
+    this.finite(a, 'time_us', path);
     this.optInt(a, 'seq', path);
   }
 

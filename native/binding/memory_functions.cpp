@@ -23,23 +23,24 @@ Napi::Value StatKeys(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// The Float64Array argument at `i` when it has exactly `n` elements, else a new one: monitoring
+// loops pass the same array back every time instead of allocating one per call.
+Napi::Float64Array reusable_f64(const Napi::CallbackInfo& info, std::size_t i, std::size_t n) {
+  if (info.Length() > i && info[i].IsTypedArray() &&
+      info[i].As<Napi::TypedArray>().TypedArrayType() == napi_float64_array &&
+      info[i].As<Napi::Float64Array>().ElementLength() == n) {
+    return info[i].As<Napi::Float64Array>();
+  }
+  return Napi::Float64Array::New(info.Env(), n);
+}
+
 Napi::Value MemoryStats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
     auto& a = runtime().allocator(device_arg(info, 0));
     DeviceStats stats = a.stats();
     std::int64_t max_split = reported_max_split(a.config());
-    // An optional Float64Array of the right length is filled in place: monitoring loops
-    // reuse one instead of allocating a buffer per call.
-    const std::size_t n = stat_keys().size();
-    Napi::Float64Array out;
-    if (info.Length() > 1 && info[1].IsTypedArray() &&
-        info[1].As<Napi::TypedArray>().TypedArrayType() == napi_float64_array &&
-        info[1].As<Napi::Float64Array>().ElementLength() == n) {
-      out = info[1].As<Napi::Float64Array>();
-    } else {
-      out = Napi::Float64Array::New(env, n);
-    }
+    Napi::Float64Array out = reusable_f64(info, 1, stat_keys().size());
     stat_values(stats, max_split, out.Data());
     return out;
   });
@@ -55,15 +56,7 @@ Napi::Value MonitorSample(const Napi::CallbackInfo& info) {
   return guarded(env, [&] {
     Runtime& r = runtime();
     const std::size_t per = stat_keys().size() + kMonitorExtras;
-    const std::size_t n = per * static_cast<std::size_t>(r.device_count());
-    Napi::Float64Array out;
-    if (info.Length() > 0 && info[0].IsTypedArray() &&
-        info[0].As<Napi::TypedArray>().TypedArrayType() == napi_float64_array &&
-        info[0].As<Napi::Float64Array>().ElementLength() == n) {
-      out = info[0].As<Napi::Float64Array>();
-    } else {
-      out = Napi::Float64Array::New(env, n);
-    }
+    Napi::Float64Array out = reusable_f64(info, 0, per * static_cast<std::size_t>(r.device_count()));
     double* p = out.Data();
     for (int d = 0; d < r.device_count(); ++d) {
       DeviceCachingAllocator& a = r.allocator(d);
