@@ -28,6 +28,8 @@ describe('public types', () => {
     expectTypeOf<analysis.LeakGroup['growing']>().toEqualTypeOf<boolean>();
     expectTypeOf(analysis.replayOnSim).returns.toEqualTypeOf<analysis.ReplayReport>();
     expectTypeOf<analysis.ReplayReport['oom']>().toEqualTypeOf<{ index: number; size: number; message: string } | null>();
+    expectTypeOf(analysis.whatIf).returns.resolves.toEqualTypeOf<analysis.WhatIfReport>();
+    expectTypeOf<analysis.WhatIfRow['ooms']>().toEqualTypeOf<{ recorded: number; here: number }>();
   });
 
   it('monitoring', () => {

@@ -12,6 +12,7 @@ import { deviceCount } from '../device.js';
 import { InvalidArgumentError, CudaOutOfMemoryError } from '../errors.js';
 import { Stream } from '../stream.js';
 import { MemPool, use_mem_pool } from '../mem-pool.js';
+import { readSamples } from '../monitoring/metrics.js';
 import type { DeviceBuffer } from '../device-buffer.js';
 import * as memory from '../memory.js';
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
@@ -29,6 +30,13 @@ export interface ReplaySide {
   segmentGrowths: number;
   /** segment_free + segment_unmap events during the history. */
   segmentShrinks: number;
+}
+
+/** Our cache when reserved memory peaked: how usable its free part was then. */
+export interface PeakState {
+  largestFreeBlock: number;
+  /** 1 - largest free block / free cached bytes (0: one piece). */
+  fragmentation: number;
 }
 
 export interface ReplayReport {
@@ -53,6 +61,8 @@ export interface ReplayReport {
   segmentEvents: { recorded: number; ours: number; firstMismatch: { at: number; recorded: string; ours: string } | null };
   recorded: ReplaySide;
   ours: ReplaySide;
+  /** Ours, at the first moment reserved memory reached its peak. */
+  oursAtPeak: PeakState;
   /** The first entry after which reserved growth since the start differs, or null. */
   firstDivergence: { index: number; action: string; recordedGrowth: number; ourGrowth: number } | null;
   /** The recorded OOMs, and how many our allocator also hit at the same point with the same
@@ -209,6 +219,14 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     let poolAllocs = 0;
     let cacheReleases = 0;
     const ooms = { recorded: 0, reproduced: 0, notReproducedAt: [] as number[] };
+    // One native call (the metrics' reading), at each new peak only.
+    const peakState = (): PeakState => {
+      const [m] = readSamples();
+      const free = m!.stat('reserved_bytes.all.current') - m!.stat('active_bytes.all.current');
+      const largest = m!.largestFree('all');
+      return { largestFreeBlock: largest, fragmentation: free > 0 ? 1 - Math.min(free, largest) / free : 0 };
+    };
+    let atPeak = peakState();
     let firstDivergence: ReplayReport['firstDivergence'] = null;
     const every = Math.max(1, Math.floor(trace.length / 100));
     for (let i = 0; oom === null && i < trace.length; i++) {
@@ -250,7 +268,10 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
         }
         allocs++;
         ourNow = memory.memory_reserved(0);
-        ours.peakReserved = Math.max(ours.peakReserved, ourNow);
+        if (ourNow > ours.peakReserved) {
+          ours.peakReserved = ourNow;
+          atPeak = peakState();
+        }
       } else if (e.action === freeAt && e.addr !== undefined) {
         const buf = live.get(e.addr);
         if (buf) {
@@ -278,7 +299,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     memory._record_memory_history(null);
     return {
       device, settings, capacityBytes, entries: trace.length, allocs, frees, unknownFrees, poolAllocs, cacheReleases, ooms,
-      initialLive: { count: initial.size, bytes: initialBytes }, initialFreeSegments, segmentEvents, recorded, ours, firstDivergence, oom,
+      initialLive: { count: initial.size, bytes: initialBytes }, initialFreeSegments, segmentEvents, recorded, oursAtPeak: atPeak, ours, firstDivergence, oom,
     };
   } finally {
     for (const b of live.values()) if (!b.disposed) b.free();

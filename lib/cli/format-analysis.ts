@@ -1,5 +1,6 @@
 // Text renderings of the analyses (frag, diff, leaks) for the CLI.
 import { humanBytes } from '../format.js';
+import type { WhatIfReport } from '../analysis/what-if.js';
 import type { FragmentationReport } from '../analysis/fragmentation.js';
 import type { GroupDelta, SnapshotDiff } from '../analysis/diff.js';
 import type { LeakReport } from '../analysis/leaks.js';
@@ -136,4 +137,24 @@ export function renderReplay(file: string, r: ReplayReport): string {
       `(alloc of ${humanBytes(r.oom.size)}): ${r.oom.message.split('\n')[0]}`);
   }
   return `${out.join('\n')}\n`;
+}
+
+export function renderWhatIf(file: string, r: WhatIfReport): string {
+  const head = ['settings', 'peak reserved', 'end reserved', 'device mallocs', 'largest free at peak', 'fragmentation at peak', 'OOMs', 'time'];
+  const rows = r.rows.map((w) => [
+    `${w.settings || '(defaults)'}${w.recorded ? ' (recorded)' : ''}`,
+    humanBytes(w.peakReserved), humanBytes(w.endReserved), String(w.deviceMallocs), humanBytes(w.largestFreeAtPeak),
+    `${(100 * w.fragmentationAtPeak).toFixed(1)}%`,
+    w.stoppedAt !== null ? `stops at entry ${w.stoppedAt}` : w.ooms.recorded ? `${w.ooms.here} of ${w.ooms.recorded}` : '0',
+    `${(w.ms / 1000).toFixed(2)} s`,
+  ]);
+  const widths = head.map((h, c) => rows.reduce((n, row) => Math.max(n, row[c]!.length), h.length));
+  const line = (row: string[]) => row.map((v, c) => (c === 0 ? v.padEnd(widths[c]!) : v.padStart(widths[c]!))).join('  ').trimEnd();
+  return [
+    `${file}: device ${r.device}, ${r.entries} entries, each setting replayed on a simulated ${humanBytes(r.capacityBytes)} device ` +
+      `(${r.workers} processes, ${(r.ms / 1000).toFixed(2)} s in all)`,
+    line(head), ...rows.map(line),
+    'OOMs: of the recorded out-of-memory errors, how many happen under the setting too; "stops at" means an allocation',
+    'the program made does not fit under it.',
+  ].join('\n') + '\n';
 }

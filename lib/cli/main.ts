@@ -10,7 +10,8 @@ import { fragmentation } from '../analysis/fragmentation.js';
 import { diffSnapshots } from '../analysis/diff.js';
 import { findLeaks } from '../analysis/leaks.js';
 import { replayOnSim } from '../analysis/replay.js';
-import { renderDiff, renderFragmentation, renderLeaks, renderReplay } from './format-analysis.js';
+import { renderDiff, renderFragmentation, renderLeaks, renderReplay, renderWhatIf } from './format-analysis.js';
+import { whatIf } from '../analysis/what-if.js';
 import cliProgress from 'cli-progress';
 import { basename } from 'node:path';
 import { viewerHtml } from '../viewer/html.js';
@@ -131,9 +132,20 @@ program
   .description('run the recorded history through our allocator on a simulated device; compare reserved memory and segment events')
   .option('-d, --device <n>', 'the recorded device to replay', integer('--device', 0), 0)
   .option('--capacity-mb <n>', 'simulated device memory in MiB (default 256 GiB: only the policy limits growth)', integer('--capacity-mb', 1))
-  .option('--settings <conf>', 'allocator settings, PYTORCH_CUDA_ALLOC_CONF syntax (default: the snapshot\'s)')
+  .option('--settings <conf>', 'allocator settings, PYTORCH_CUDA_ALLOC_CONF syntax (default: the snapshot\'s); with --what-if, tried besides the standard set')
+  .option('--what-if', 'replay under the recorded settings and the usual remedies, in parallel, and tabulate peak, fragmentation and OOMs')
   .option('--json', 'print the report as JSON')
-  .action((file: string, opts: { device: number; capacityMb?: number; settings?: string; json?: boolean }) => {
+  .action(async (file: string, opts: { device: number; capacityMb?: number; settings?: string; whatIf?: boolean; json?: boolean }) => {
+    if (opts.whatIf) {
+      load(file);  // checked once here: a bad file is refused before any child starts
+      const report = await whatIf(file, {
+        device: opts.device,
+        capacityBytes: opts.capacityMb === undefined ? undefined : opts.capacityMb * 2 ** 20,
+        settings: opts.settings === undefined ? [] : [opts.settings],
+      });
+      process.stdout.write(opts.json ? json(report) : renderWhatIf(file, report));
+      return;
+    }
     const snap = load(file);
     const entries = snap.device_traces[opts.device]?.length ?? 0;
     const bar = process.stderr.isTTY && entries >= 50_000
