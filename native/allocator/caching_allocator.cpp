@@ -48,7 +48,6 @@ std::string format_size(std::uint64_t size) {
   return buf;
 }
 
-
 }  // namespace
 
 DeviceCachingAllocator::DeviceCachingAllocator(Device& device, const AllocatorConfig& config)

@@ -21,9 +21,8 @@ const Block& DeviceCachingAllocator::live_range(DevicePtr base, std::uint64_t of
   }
   // requested_size is what the caller asked for: the rounding beyond it is not theirs.
   if (offset > b->requested_size || bytes > b->requested_size - offset) {
-    throw InvalidArgumentError(std::string(what) + ": bytes " + std::to_string(offset) + " to " +
-                                   std::to_string(offset) + "+" + std::to_string(bytes) +
-                                   " lie outside the allocation at " + hex(base) + " of " +
+    throw InvalidArgumentError(std::string(what) + ": " + std::to_string(bytes) + " bytes at offset " +
+                                   std::to_string(offset) + " lie outside the allocation at " + hex(base) + " of " +
                                    std::to_string(b->requested_size) + " bytes; stay within the buffer's size",
                                "ERR_CCA_OUT_OF_BOUNDS");
   }

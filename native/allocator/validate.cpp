@@ -4,7 +4,6 @@
 //  3. Every free block is in exactly its pool's free set, and the sets hold nothing else.
 //  4. Allocated blocks are exactly those in the pointer map; pending ones wait on events.
 //  5. Stats equal the sums over blocks and segments; allocated <= active <= reserved.
-#include <sstream>
 
 #include "caching_allocator.h"
 #include "hex.h"

@@ -1,6 +1,8 @@
 // Devices and the backend: which one runs, why, and the simulator's controls.
 #include "runtime_functions.h"
 
+#include <utility>
+
 #include "addon_state.h"
 #include "args.h"
 #include "runtime_holder.h"
@@ -61,17 +63,24 @@ Napi::Value ReplaceRuntime(const Napi::CallbackInfo& info) {
   });
 }
 
+// The sim device and a stream of it that the allocator knows is live (a forged or destroyed
+// handle is refused before the simulator sees it).
+std::pair<SimDevice*, StreamId> live_sim_stream(const Napi::CallbackInfo& info) {
+  const int device = device_arg(info, 0);
+  const StreamId stream = u64_arg(info, 1, "stream");
+  SimDevice& sim = sim_device(device);
+  runtime().allocator(device).require_live_stream(stream);
+  return {&sim, stream};
+}
+
 Napi::Value SimHoldStream(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
     if (info.Length() < 3 || !info[2].IsBoolean()) {
       throw InvalidArgumentError("Expected a boolean for held", "ERR_INVALID_ARG_TYPE");
     }
-    const int device = device_arg(info, 0);
-    const StreamId stream = u64_arg(info, 1, "stream");
-    SimDevice& sim = sim_device(device);
-    runtime().allocator(device).require_live_stream(stream);
-    sim.hold_stream(stream, info[2].As<Napi::Boolean>().Value());
+    auto [sim, stream] = live_sim_stream(info);
+    sim->hold_stream(stream, info[2].As<Napi::Boolean>().Value());
     return env.Undefined();
   });
 }
@@ -79,11 +88,8 @@ Napi::Value SimHoldStream(const Napi::CallbackInfo& info) {
 Napi::Value SimCompleteStream(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    const int device = device_arg(info, 0);
-    const StreamId stream = u64_arg(info, 1, "stream");
-    SimDevice& sim = sim_device(device);
-    runtime().allocator(device).require_live_stream(stream);
-    sim.complete_stream(stream);
+    auto [sim, stream] = live_sim_stream(info);
+    sim->complete_stream(stream);
     return env.Undefined();
   });
 }
