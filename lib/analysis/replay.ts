@@ -117,7 +117,10 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
   const s = snapshotArg(snapshot);
   options = checkOptions<ReplayOptions>('replay options', options, ['device', 'capacityBytes', 'settings', 'onProgress']);
   const device = options.device === undefined ? 0 : deviceArg(options.device, 'options.device');
-  const capacityBytes = options.capacityBytes === undefined ? recordedCapacity(s, device) ?? 256 * 2 ** 30
+  // The recorded side comes from the same engine as the viewer's timeline (computed once:
+  // the default capacity reads it too).
+  const rec = timeline(s, device);
+  const capacityBytes = options.capacityBytes === undefined ? recordedCapacity(s, device, rec.reserved) ?? 256 * 2 ** 30
     : checkInteger('options.capacityBytes', options.capacityBytes, 1, 2 ** 40);
   const settings = options.settings === undefined ? settingsOf(s) : checkString('options.settings', options.settings);
   functionArg(options.onProgress, 'options.onProgress');
@@ -162,8 +165,6 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
   };
   // Whatever happens, the replay's buffers and streams go: the caller's runtime is left empty.
   try {
-    // The recorded side comes from the same engine as the viewer's timeline.
-    const rec = timeline(s, device);
     const initial = rec.initialLive;
     let initialBytes = 0;
     let oom: ReplayReport['oom'] = null;
@@ -321,11 +322,14 @@ export function startsCacheRelease(trace: readonly TraceEntry[], i: number): boo
   return shrinks(trace[i]!.action) && (i === 0 || !shrinks(trace[i - 1]!.action));
 }
 
-/** The recorded device's total memory, from its OOM entries: free bytes then plus reserved then. */
-export function recordedCapacity(s: Snapshot, device: number): number | undefined {
+/**
+ * The recorded device's total memory, from its OOM entries: free bytes then plus reserved
+ * then. `reserved` is the timeline's series, when the caller has it already.
+ */
+export function recordedCapacity(s: Snapshot, device: number, reserved?: Float64Array): number | undefined {
   const trace = s.device_traces[device] ?? [];
   if (!trace.some((e) => e.action === 'oom' && typeof e.device_free === 'number')) return undefined;
-  const reserved = timeline(s, device).reserved;
+  reserved ??= timeline(s, device).reserved;
   let total = 0;
   trace.forEach((e, i) => {
     if (e.action === 'oom' && typeof e.device_free === 'number') total = Math.max(total, e.device_free + reserved[i]!);

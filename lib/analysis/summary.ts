@@ -2,7 +2,7 @@
 import type { Segment, Snapshot, TraceEntry } from '../snapshot/types.js';
 import { type FragmentationReport, fragmentation } from './fragmentation.js';
 import { snapshotArg } from './args.js';
-import { timeline } from './timeline.js';
+import { reservedAtStart, segmentDelta } from './timeline.js';
 
 export interface DeviceSummary {
   device: number;
@@ -41,9 +41,14 @@ export function summarize(snapshot: Snapshot): DeviceSummary[] {
     const segs = snapshot.segments.filter((s) => s.device === device);
     const traces = snapshot.device_traces[device] ?? [];
     const summary = summarizeDevice(device, segs, traces, frag.get(device));
-    // Reserved memory after each recorded event, from the segment events (the viewer's engine).
-    const reservedSeries = traces.length > 0 ? timeline(snapshot, device).reserved : new Float64Array(0);
-    for (const r of reservedSeries) if (r > summary.peakReserved) summary.peakReserved = r;
+    // Reserved memory along the history follows its segment events (as the timeline sums them).
+    if (traces.length > 0) {
+      let reserved = reservedAtStart(snapshot, device);
+      for (const e of traces) {
+        reserved += segmentDelta(e);
+        if (reserved > summary.peakReserved) summary.peakReserved = reserved;
+      }
+    }
     return summary;
   });
 }
