@@ -260,8 +260,9 @@ const CALLS: Call[] = [
     call: (v) => analysis.replayOnSim(S.snap, v as never) },
   { name: 'analysis.whatIf', param: 'snapshot|a|b|segments|device_traces|external_annotations|top level|path|file', valid: snapKind,
     extra: () => [...badSnapshots(), '/nonexistent.pickle'], call: (v) => analysis.whatIf(v as never) },
-  { name: 'analysis.whatIf', param: 'options|config|settings|workers', valid: kinds.options,
-    extra: () => [{ settings: ['bogus:1'] }, { settings: 'x' }, { workers: 0 }, { wrkers: 1 }, { capacityBytes: -1 }], call: (v) => analysis.whatIf(S.snap, v as never) },
+  { name: 'analysis.whatIf', param: 'options|config|settings|workers|maxBytes', valid: kinds.options,
+    extra: () => [{ settings: ['bogus:1'] }, { settings: 'x' }, { workers: 0 }, { wrkers: 1 }, { capacityBytes: -1 }, { maxBytes: 0 }],
+    call: (v) => analysis.whatIf(S.snap, v as never) },
   { name: 'analysis.regionWindows', param: 'annotations', valid: snapKind, extra: () => [[{ device: 0, name: 'a', stage: 'X', time_us: 1 }], [5]], call: (v) => analysis.regionWindows(v as never, 0) },
   { name: 'analysis.regionWindows', param: 'key', valid: kinds.optionalFn, call: (v) => analysis.regionWindows([], 0, v as never) },
   ...(['meaningfulFrames', 'topFrame', 'stackKey'] as const).map((f): Call => ({

@@ -45,10 +45,10 @@ function expectRefused(args: string[]): void {
 
 describe('cca with bad files', () => {
   const commands: string[][] = [
-    ['summary'], ['segments'], ['trace'], ['frag'], ['leaks'], ['replay'], ['viz', '-o', join(out, 'v.html')],
+    ['summary'], ['segments'], ['trace'], ['frag'], ['leaks'], ['replay'], ['replay', '--what-if'], ['viz', '-o', join(out, 'v.html')],
     ['convert', '%', join(out, 'c.json')],
   ];
-  it.each(commands.map((c) => [c[0]!, c] as const))('%s', (_name, command) => {
+  it.each(commands.map((c) => [c.slice(0, 2).filter((a) => a.startsWith('--') || a === c[0]).join(' '), c] as const))('%s', (_name, command) => {
     for (const f of BAD_FILES) {
       const args = command.includes('%') ? command.map((a) => (a === '%' ? f : a)) : [command[0]!, f, ...command.slice(1)];
       expectRefused(args);

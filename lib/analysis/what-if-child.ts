@@ -7,7 +7,7 @@ import type { WhatIfJob } from './what-if.js';
 
 process.once('message', (job: WhatIfJob) => {
   try {
-    const snap = loadSnapshot(job.file);
+    const snap = loadSnapshot(job.file, { maxBytes: job.maxBytes });
     const results: { settings: string; report: ReplayReport; ms: number }[] = [];
     for (const settings of job.settings) {
       const t0 = performance.now();

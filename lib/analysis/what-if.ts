@@ -33,6 +33,8 @@ export interface WhatIfOptions {
   settings?: string[];
   /** Child processes (default: the cores, at most one per setting). */
   workers?: number;
+  /** With a file path: refuse files larger than this (loadSnapshot's limit, default 2 GiB). */
+  maxBytes?: number;
 }
 
 export interface WhatIfRow {
@@ -78,6 +80,7 @@ export interface WhatIfJob {
   device: number;
   capacityBytes: number;
   settings: string[];
+  maxBytes: number | undefined;
 }
 
 /**
@@ -87,7 +90,8 @@ export interface WhatIfJob {
  */
 export async function whatIf(snapshot: Snapshot | string, options?: WhatIfOptions): Promise<WhatIfReport> {
   const started = performance.now();
-  const o = checkOptions<WhatIfOptions>('whatIf options', options, ['device', 'capacityBytes', 'settings', 'workers']);
+  const o = checkOptions<WhatIfOptions>('whatIf options', options, ['device', 'capacityBytes', 'settings', 'workers', 'maxBytes']);
+  const maxBytes = o.maxBytes === undefined ? undefined : checkInteger('options.maxBytes', o.maxBytes, 1, 2 ** 53 - 1);
   const device = o.device === undefined ? 0 : deviceArg(o.device, 'options.device');
   const extra = o.settings === undefined ? [] : o.settings;
   if (!Array.isArray(extra)) throw typeError('an array of settings strings', 'options.settings', extra);
@@ -99,7 +103,7 @@ export async function whatIf(snapshot: Snapshot | string, options?: WhatIfOption
     if (typeof snapshot === 'string') {
       file = snapshot;
       const { loadSnapshot } = await import('../snapshot/load.js');
-      snap = loadSnapshot(file);
+      snap = loadSnapshot(file, { maxBytes });  // checked here: a bad file is refused before any child starts
     } else {
       snap = snapshotArg(snapshot);
       file = join(dir, 'history.pickle');
@@ -113,7 +117,7 @@ export async function whatIf(snapshot: Snapshot | string, options?: WhatIfOption
       o.workers === undefined ? availableParallelism() : checkInteger('options.workers', o.workers, 1, 256)));
     const shares: string[][] = Array.from({ length: workers }, () => []);
     all.forEach((settings, i) => shares[i % workers]!.push(settings));
-    const results = await Promise.all(shares.map((share) => runChild({ file, device, capacityBytes, settings: share })));
+    const results = await Promise.all(shares.map((share) => runChild({ file, device, capacityBytes, settings: share, maxBytes })));
     const bySettings = new Map<string, { report: ReplayReport; ms: number }>();
     for (const list of results) for (const r of list) bySettings.set(r.settings, r);
     return {

@@ -137,8 +137,8 @@ program
   .option('--json', 'print the report as JSON')
   .action(async (file: string, opts: { device: number; capacityMb?: number; settings?: string; whatIf?: boolean; json?: boolean }) => {
     if (opts.whatIf) {
-      load(file);  // checked once here: a bad file is refused before any child starts
       const report = await whatIf(file, {
+        maxBytes: program.opts<{ maxBytes?: number }>().maxBytes,
         device: opts.device,
         capacityBytes: opts.capacityMb === undefined ? undefined : opts.capacityMb * 2 ** 20,
         settings: opts.settings === undefined ? [] : [opts.settings],
