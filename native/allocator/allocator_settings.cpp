@@ -1,5 +1,4 @@
-// Settings, stats and hooks of one device's allocator: the memory fraction, the config,
-// stat snapshots and resets, environment release, and the callback registries.
+// Settings of one device's allocator: the memory fraction and the config.
 #include <cmath>
 
 #include "caching_allocator.h"
@@ -13,7 +12,7 @@ void DeviceCachingAllocator::set_memory_fraction(double fraction) {
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
   Status s = device_.mem_get_info(&free_bytes, &total_bytes);
-  if (s != Status::kOk) throw DeviceError(std::string("cudaMemGetInfo failed: ") + status_name(s));
+  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaMemGetInfo", s));
   std::lock_guard<std::mutex> lock(mu_);
   fraction_ = fraction;
   fraction_set_ = true;
@@ -36,52 +35,6 @@ void DeviceCachingAllocator::set_config(const AllocatorConfig& config) {
 AllocatorConfig DeviceCachingAllocator::config() const {
   std::lock_guard<std::mutex> lock(mu_);
   return config_;
-}
-
-DeviceStats DeviceCachingAllocator::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stats_.view();
-}
-
-void DeviceCachingAllocator::reset_peak_stats() {
-  std::lock_guard<std::mutex> lock(mu_);
-  stats_.reset_peak();
-}
-
-void DeviceCachingAllocator::reset_accumulated_stats() {
-  std::lock_guard<std::mutex> lock(mu_);
-  stats_.reset_accumulated();
-}
-
-void DeviceCachingAllocator::mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) {
-  Status s = device_.mem_get_info(free_bytes, total_bytes);
-  if (s != Status::kOk) throw DeviceError(std::string("cudaMemGetInfo failed: ") + status_name(s));
-}
-
-std::size_t DeviceCachingAllocator::release_owner(std::uint32_t owner) {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<Block*> owned;
-  allocated_.for_each([&](DevicePtr, Block* b) {
-    if (b->owner == owner) owned.push_back(b);
-  });
-  for (Block* b : owned) free_requested(b, CallContext{});
-  check_after_operation();
-  return owned.size();
-}
-
-std::size_t DeviceCachingAllocator::live_allocation_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return allocated_.size();
-}
-
-void DeviceCachingAllocator::add_free_memory_callback(std::function<bool()> callback) {
-  std::lock_guard<std::mutex> lock(mu_);
-  free_memory_callbacks_.push_back(std::move(callback));
-}
-
-void DeviceCachingAllocator::add_oom_observer(std::function<void(const OutOfMemoryInfo&)> observer) {
-  std::lock_guard<std::mutex> lock(mu_);
-  oom_observers_.push_back(std::move(observer));
 }
 
 }  // namespace cca

@@ -8,9 +8,7 @@ StreamId DeviceCachingAllocator::create_stream() {
   std::lock_guard<std::mutex> lock(mu_);
   StreamId id = 0;
   Status s = device_.stream_create(&id);
-  if (s != Status::kOk) {
-    throw DeviceError(std::string("cudaStreamCreate failed: ") + status_name(s) + " (" + device_.last_error() + ")");
-  }
+  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaStreamCreate", s));
   streams_.insert(id);
   return id;
 }
@@ -23,14 +21,9 @@ void DeviceCachingAllocator::destroy_stream(StreamId stream) {
   // and free() never records an event on a stream that no longer exists.
   Status s = device_.stream_synchronize(stream);
   if (s == Status::kOk) s = device_.stream_destroy(stream);
-  if (s != Status::kOk) {
-    throw DeviceError(std::string("cudaStreamDestroy failed: ") + status_name(s) + " (" + device_.last_error() + ")");
-  }
+  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaStreamDestroy", s));
   streams_.erase(stream);
-  allocated_.for_each([stream](DevicePtr, Block* b) {
-    auto& uses = b->stream_uses;
-    uses.erase(std::remove(uses.begin(), uses.end(), stream), uses.end());
-  });
+  ledger_.stream_destroyed(stream);
   process_events();
   drop_dead_stream_bins();
 }
@@ -39,9 +32,7 @@ void DeviceCachingAllocator::synchronize_stream(StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
   check_stream(stream);
   Status s = device_.stream_synchronize(stream);
-  if (s != Status::kOk) {
-    throw DeviceError(std::string("cudaStreamSynchronize failed: ") + status_name(s) + " (" + device_.last_error() + ")");
-  }
+  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaStreamSynchronize", s));
   process_events();
 }
 
@@ -50,18 +41,14 @@ bool DeviceCachingAllocator::query_stream(StreamId stream) {
   check_stream(stream);
   Status s = device_.stream_query(stream);
   if (s == Status::kNotReady) return false;
-  if (s != Status::kOk) {
-    throw DeviceError(std::string("cudaStreamQuery failed: ") + status_name(s) + " (" + device_.last_error() + ")");
-  }
+  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaStreamQuery", s));
   return true;
 }
 
 void DeviceCachingAllocator::synchronize() {
   std::lock_guard<std::mutex> lock(mu_);
   Status s = device_.device_synchronize();
-  if (s != Status::kOk) {
-    throw DeviceError(std::string("cudaDeviceSynchronize failed: ") + status_name(s) + " (" + device_.last_error() + ")");
-  }
+  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaDeviceSynchronize", s));
   process_events();
 }
 

@@ -1,12 +1,14 @@
-// Blocks and segments. A segment is one device allocation; its blocks tile it exactly,
-// in address order, linked by prev/next. Blocks are split when handed out and merged with
-// free neighbours when freed (Note [Split thresholds] in size_policy.h).
+// A block: one address range of a segment, free, handed out, or waiting to be free. Its
+// segment keeps the blocks in address order (segment.h). Every pointer field is a Link, so
+// a const Block leads only to const blocks, pools and segments: outside the ledger
+// (ledger.h), which owns them all, nothing can change a block.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "../device/device.h"
+#include "link.h"
 
 namespace cca {
 
@@ -26,10 +28,10 @@ struct Block {
   // that was never handed out.
   std::size_t requested_size = 0;
   StreamId stream = 0;  // the stream it was allocated on; it is only reused on this stream
-  BlockPool* pool = nullptr;
-  Segment* segment = nullptr;
-  Block* prev = nullptr;
-  Block* next = nullptr;
+  Link<BlockPool> pool;
+  Link<Segment> segment;
+  Link<Block> prev;
+  Link<Block> next;
   BlockState state = BlockState::kFree;
   // False for expandable-segment address space not backed by memory (Note [Expandable
   // segments] in expandable_segments.cpp). Such a block is free and sits in its pool's
@@ -50,20 +52,6 @@ struct Block {
   std::uint32_t bin_slot = 0;         // while free in a size bin: its index in the bin's heap
 
   bool is_split() const { return prev != nullptr || next != nullptr; }
-};
-
-struct Segment {
-  DevicePtr ptr = 0;
-  std::size_t size = 0;
-  StreamId stream = 0;
-  BlockPool* pool = nullptr;
-  Block* head = nullptr;  // the block at the segment's lowest address
-  bool counted_oversize = false;
-  std::uint32_t stack = 0;  // interned stack of the malloc that made the segment
-  // Expandable: a reserved address range mapped page by page; `size` is the whole range.
-  bool expandable = false;
-  std::size_t page_size = 0;
-  std::vector<std::uint64_t> pages;  // the device's handle of each mapped page, 0 if unmapped
 };
 
 }  // namespace cca

@@ -40,14 +40,14 @@ std::size_t BlockPool::largest_free() const {
   return best;
 }
 
-std::vector<Block*> BlockPool::in_order() const {
+std::vector<const Block*> BlockPool::in_order() const {
   std::vector<Block*> out;
   for (const auto& entry : streams_) entry.second->collect(out);
   std::sort(out.begin(), out.end(), [](const Block* a, const Block* b) {
     return FreeKeyLess{}(key_of(a), key_of(b));
   });
   // Tree blocks come after every binned block of their stream.
-  std::vector<Block*> merged;
+  std::vector<const Block*> merged;
   merged.reserve(out.size() + tree_.size());
   auto bin_it = out.begin();
   for (const FreeKey& k : tree_) {
@@ -58,55 +58,23 @@ std::vector<Block*> BlockPool::in_order() const {
   return merged;
 }
 
-Block* BlockPool::first_at_least(StreamId stream, std::size_t size) const {
+const Block* BlockPool::first_at_least(StreamId stream, std::size_t size) const {
   if (SizeBins::binned(size)) {
     if (const SizeBins* bins = find_bins(stream)) {
-      if (Block* b = bins->first_at_least(size)) return b;
+      if (const Block* b = bins->first_at_least(size)) return b;
     }
   }
   auto it = tree_.lower_bound(FreeKey{stream, size, 0, nullptr});
   return it == tree_.end() || it->stream != stream ? nullptr : it->block;
 }
 
-Block* BlockPool::next_after(const Block* block) const {
+const Block* BlockPool::next_after(const Block* block) const {
   if (SizeBins::binned(block->size)) {
-    if (Block* b = find_bins(block->stream)->next_after(block)) return b;
+    if (const Block* b = find_bins(block->stream)->next_after(block)) return b;
     return first_at_least(block->stream, SizeBins::kMaxBinnedSize + 1);
   }
   auto it = tree_.upper_bound(key_of(block));
   return it == tree_.end() || it->stream != block->stream ? nullptr : it->block;
-}
-
-Block* BlockPool::take_best_fit(StreamId stream, std::size_t size, const AllocatorConfig& cfg) {
-  Block* found = first_at_least(stream, size);
-  if (found == nullptr) return nullptr;
-  if (found->expandable) {
-    if (cfg.expandable_segments) {
-      // Prefer a block that cannot grow over one followed by unmapped space, so that
-      // space stays available for large requests.
-      auto expandable_size = [](const Block* b) {
-        return b->size + (b->next != nullptr && !b->next->mapped ? b->next->size : 0);
-      };
-      Block* next = next_after(found);
-      while (found->expandable && next != nullptr && expandable_size(next) < expandable_size(found)) {
-        found = next;
-        next = next_after(found);
-      }
-    } else {
-      do {
-        found = next_after(found);
-      } while (found != nullptr && found->expandable);
-      if (found == nullptr) return nullptr;
-    }
-  }
-  // Note [Why oversize blocks are never split]: splitting a huge block for a small request
-  // would pin the whole segment for as long as the small allocation lives.
-  if (size < cfg.max_split_size && found->size >= cfg.max_split_size) return nullptr;
-  if (size >= cfg.max_split_size && found->size >= size + cfg.max_non_split_rounding_size) {
-    return nullptr;
-  }
-  erase(found);
-  return found;
 }
 
 }  // namespace cca

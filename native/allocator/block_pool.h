@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "block.h"
-#include "config.h"
 #include "node_cache.h"
 #include "size_bins.h"
 
@@ -52,13 +51,11 @@ class BlockPool {
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
-  // Removes and returns the best fit for a rounded request, or nullptr. Applies the
-  // oversize rules: a request below max_split_size never takes a block at or above it,
-  // and a request at or above it only takes a block less than
-  // max_non_split_rounding_size bigger than itself.
-  // With expandable segments on, a block followed by unmapped space counts that space as
-  // part of its fit; with them off, expandable blocks are skipped.
-  Block* take_best_fit(StreamId stream, std::size_t size, const AllocatorConfig& cfg);
+  // The first free block of `stream` in (size, address) order with at least `size` bytes,
+  // and the one after a given block: the search that the best-fit rules (size_policy.h)
+  // walk. Both leave the block in place.
+  const Block* first_at_least(StreamId stream, std::size_t size) const;
+  const Block* next_after(const Block* block) const;
   // A block's stream, size and address must not change while it is in the pool.
   void insert(Block* block) {
     if (SizeBins::binned(block->size)) {
@@ -75,6 +72,26 @@ class BlockPool {
     }
   }
   bool contains(const Block* block) const;
+  // Unmapped expandable address space, by (stream, address).
+  void insert_unmapped(Block* block) { unmapped_.insert(block); }
+  void erase_unmapped(Block* block) { unmapped_.erase(block); }
+  bool contains_unmapped(const Block* block) const { return unmapped_.count(const_cast<Block*>(block)) > 0; }
+  std::size_t unmapped_count() const { return unmapped_.size(); }
+  // Calls f(block) for the unmapped blocks of `stream` in address order while f returns
+  // false; returns the block f accepted, or nullptr.
+  template <class F>
+  const Block* find_unmapped(StreamId stream, F&& f) const {
+    Block key;
+    key.stream = stream;
+    for (auto it = unmapped_.lower_bound(&key); it != unmapped_.end() && (*it)->stream == stream; ++it) {
+      if (f(static_cast<const Block*>(*it))) return *it;
+    }
+    return nullptr;
+  }
+  template <class F>
+  void for_each_unmapped(F&& f) const {
+    for (const Block* b : unmapped_) f(b);
+  }
   std::size_t size() const;
   // Drops the (empty) bins of streams that hold no free block here and are not in `live`:
   // a destroyed stream's bins would otherwise stay allocated for good.
@@ -92,7 +109,7 @@ class BlockPool {
   }
   // Every free block in (stream, size, address) order: for the paths that release memory
   // or inspect the pool, never for a cached alloc.
-  std::vector<Block*> in_order() const;
+  std::vector<const Block*> in_order() const;
   // The size of the largest free (mapped) block on any stream, 0 if none: O(streams), for
   // monitoring; in_order() would sort every block.
   std::size_t largest_free() const;
@@ -100,7 +117,6 @@ class BlockPool {
   const bool is_small;
   const std::uint32_t pool_id;  // n of the MemPool id (0, n); 0: the default pools
 
-  std::set<Block*, BlockByAddress> unmapped;
   // Counts best-fit searches while garbage collection is on; a block's age is this count
   // minus its gc_stamp.
   std::uint64_t get_free_blocks_call_count = 0;
@@ -119,13 +135,11 @@ class BlockPool {
     return nullptr;
   }
   SizeBins& bins_for(StreamId stream);
-  Block* first_at_least(StreamId stream, std::size_t size) const;
-  Block* next_after(const Block* block) const;
-
   // Bins of each stream that ever had a binned free block; streams are few, so a list.
   std::vector<std::pair<StreamId, std::unique_ptr<SizeBins>>> streams_;
   mutable StreamId last_stream_ = 0;
   mutable SizeBins* last_ = nullptr;
+  std::set<Block*, BlockByAddress> unmapped_;
   NodeCache node_cache_;  // declared before `tree_`, so it outlives the tree's nodes
   std::set<FreeKey, FreeKeyLess, RecyclingAllocator<FreeKey>> tree_;  // blocks above 2 MiB
 };

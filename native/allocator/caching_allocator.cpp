@@ -17,17 +17,16 @@
 //   out-of-memory error, whose message says what was asked, what is free and what we hold.
 // - A block used on other streams (record_stream) waits on events before it is reused
 //   (stream_uses.h). Completed events are collected at the start of every malloc.
-// - All blocks change state through the transitions in transitions.cpp, which keep the
-//   stats in step; validate.cpp checks every invariant on demand.
+// - This class decides and calls the device; every change of state is a transition of the
+//   ledger (ledger.h), which keeps the stats and history in step with the blocks;
+//   validate.cpp checks every invariant on demand. The size rules are in size_policy.h.
 #include "caching_allocator.h"
-#include "hex.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <sstream>
 
-#include "size_policy.h"
+#include "hex.h"
 
 namespace cca {
 
@@ -50,29 +49,26 @@ std::string format_size(std::uint64_t size) {
 
 }  // namespace
 
-DeviceCachingAllocator::DeviceCachingAllocator(Device& device, const AllocatorConfig& config)
-    : device_(device), config_(config), events_(device) {
+DeviceCachingAllocator::DeviceCachingAllocator(Device& device, const AllocatorConfig& config, CopyEngine* copies)
+    : device_(device), copies_(copies), config_(config), events_(device) {
   if (config.per_process_memory_fraction_set) set_memory_fraction(config.per_process_memory_fraction);
 }
 
+// The device memory goes back first; the ledger then frees its block objects.
 DeviceCachingAllocator::~DeviceCachingAllocator() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [ptr, segment] : segments_) {
-    if (segment->expandable) {
-      for (std::size_t i = 0; i < segment->pages.size(); ++i) {
-        if (segment->pages[i] != 0) device_.unmap_memory(ptr + i * segment->page_size, segment->page_size, segment->pages[i]);
+  ledger_.for_each_segment([this](const Segment& segment) {
+    if (segment.expandable) {
+      for (std::size_t i = 0; i < segment.pages.size(); ++i) {
+        if (segment.pages[i] != 0) {
+          device_.unmap_memory(segment.ptr + i * segment.page_size, segment.page_size, segment.pages[i]);
+        }
       }
-      device_.release_address(ptr, segment->size);
+      device_.release_address(segment.ptr, segment.size);
     } else {
-      device_.free(ptr);
+      device_.free(segment.ptr);
     }
-    for (Block* b = segment->head; b != nullptr;) {
-      Block* next = b->next;
-      delete b;
-      b = next;
-    }
-  }
-  for (Block* b : spare_blocks_) delete b;
+  });
 }
 
 void DeviceCachingAllocator::check_stream(StreamId stream) const {
@@ -114,15 +110,27 @@ DevicePtr DeviceCachingAllocator::malloc(std::uint64_t size, StreamId stream, st
     }
   }
   if (!found) throw_oom(p, lock);
-  const DevicePtr ptr = hand_out(p.block, p, owner)->ptr;
+  const DevicePtr ptr = hand_out(p, owner)->ptr;
   check_after_operation();
   return ptr;
 }
 
 bool DeviceCachingAllocator::get_free_block(AllocParams& p) {
-  if (gc_enabled()) ++p.pool->get_free_blocks_call_count;
-  p.block = p.pool->take_best_fit(p.stream, p.size, config_);
+  if (gc_enabled()) ledger_.free_block_searched(*p.pool);
+  p.block = best_cached_block(*p.pool, p.stream, p.size, config_);
+  p.block_in_free_set = true;
   return p.block != nullptr;
+}
+
+const Block* DeviceCachingAllocator::hand_out(const AllocParams& p, std::uint32_t owner) {
+  HandOut h;
+  h.requested = p.requested;
+  h.size = p.size;
+  h.split = should_split(p.block->size, p.size, splits_like_small(*p.block), config_);
+  h.oversize = is_oversize(h.split ? p.size : p.block->size, config_);
+  h.owner = owner;
+  h.ctx = p.ctx;
+  return ledger_.hand_out(p.block, p.block_in_free_set, h);
 }
 
 bool DeviceCachingAllocator::trigger_free_memory_callbacks(std::unique_lock<std::mutex>& lock) {
@@ -137,7 +145,7 @@ bool DeviceCachingAllocator::trigger_free_memory_callbacks(std::unique_lock<std:
 }
 
 bool DeviceCachingAllocator::alloc_block(AllocParams& p, bool is_retry) {
-  if (is_retry) ++stats_.num_alloc_retries;
+  if (is_retry) ledger_.count(Counter::kAllocRetry);
   const std::size_t size = p.alloc_size;
   if (fraction_set_ && total_reserved() + size > allowed_memory_maximum_) {
     p.device_status = Status::kOutOfMemory;
@@ -145,6 +153,7 @@ bool DeviceCachingAllocator::alloc_block(AllocParams& p, bool is_retry) {
   }
   if (use_expandable()) {
     p.block = try_allocate_expandable_block(p);
+    p.block_in_free_set = true;
     if (p.block == nullptr) p.device_status = Status::kOutOfMemory;
     return p.block != nullptr;
   }
@@ -154,144 +163,17 @@ bool DeviceCachingAllocator::alloc_block(AllocParams& p, bool is_retry) {
     p.device_status = s;
     return false;
   }
-  if (s != Status::kOk) {
-    throw DeviceError("cudaMalloc of " + format_size(size) + " failed on device " +
-                      std::to_string(device_.index()) + ": " + status_name(s) + " (" +
-                      device_.last_error() + ")");
-  }
-  p.block = segment_allocated(ptr, size, p);
+  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaMalloc of " + format_size(size), s));
+  p.block = ledger_.segment_allocated(ptr, size, *p.pool, p.stream, is_oversize(size, config_), p.ctx.stack);
+  p.block_in_free_set = false;
   return true;
-}
-
-// Only when max_split_size is set: release one cached oversize block that fits, or else
-// oversize blocks from the largest down until enough is released.
-bool DeviceCachingAllocator::release_available_cached_blocks(const AllocParams& p) {
-  if (config_.max_split_size == kUnlimited) return false;
-  const std::vector<Block*> blocks = p.pool->in_order();
-  const std::size_t wanted = std::max(p.size, config_.max_split_size);
-  // The first block of this stream at or above `wanted`, in (stream, size, address) order.
-  const auto before_wanted = [&](const Block* b) {
-    return b->stream < p.stream || (b->stream == p.stream && b->size < wanted);
-  };
-  const std::size_t at = static_cast<std::size_t>(
-      std::partition_point(blocks.begin(), blocks.end(), before_wanted) - blocks.begin());
-  if (at < blocks.size() && blocks[at]->stream == p.stream) {
-    if (blocks[at]->is_split() || blocks[at]->expandable) return false;
-    segment_released(blocks[at]);
-    return true;
-  }
-  std::size_t released = 0;
-  for (std::size_t i = at; i > 0 && released < wanted; --i) {
-    Block* b = blocks[i - 1];
-    if (b->size < config_.max_split_size || b->stream != p.stream) break;
-    if (!b->is_split() && !b->expandable) {
-      released += b->size;
-      segment_released(b);
-    }
-  }
-  return released >= wanted;
-}
-
-void DeviceCachingAllocator::release_cached_blocks() {
-  synchronize_and_free_events();
-  release_free_blocks(large_blocks_);
-  release_free_blocks(small_blocks_);
-  release_freeable_pools();
-  drop_dead_stream_bins();
-}
-
-void DeviceCachingAllocator::drop_dead_stream_bins() {
-  const auto is_live = [this](StreamId s) { return s == 0 || streams_.count(s) > 0; };
-  small_blocks_.drop_dead_stream_bins(is_live);
-  large_blocks_.drop_dead_stream_bins(is_live);
-  for (auto& [id, pool] : pools_) {
-    pool->small.drop_dead_stream_bins(is_live);
-    pool->large.drop_dead_stream_bins(is_live);
-  }
-}
-
-void DeviceCachingAllocator::release_free_blocks(BlockPool& pool) {
-  std::vector<Block*> unsplit;
-  std::vector<Block*> to_unmap;
-  for (Block* b : pool.in_order()) {
-    if (b->expandable) {
-      to_unmap.push_back(b);
-    } else if (!b->is_split()) {
-      unsplit.push_back(b);
-    }
-  }
-  for (Block* b : unsplit) segment_released(b);
-  // Unmapping reshapes the free set, so it runs on the gathered list; blocks that merge
-  // away meanwhile are skipped.
-  for (Block* b : to_unmap) {
-    if (pool.contains(b)) unmap_block(b);
-  }
-  // Segments that never got a page (a failed first map) go too.
-  std::vector<Block*> empty;
-  for (Block* b : pool.unmapped) {
-    if (b->prev == nullptr && b->next == nullptr) empty.push_back(b);
-  }
-  for (Block* b : empty) release_expandable_segment(b);
-}
-
-// Frees unsplit large blocks at or above the average age until reserved memory is back
-// under threshold * allowed maximum. No synchronization: it only touches free blocks.
-void DeviceCachingAllocator::garbage_collect_cached_blocks() {
-  const auto threshold_bytes = static_cast<std::size_t>(config_.garbage_collection_threshold *
-                                                        static_cast<double>(allowed_memory_maximum_));
-  const std::size_t reserved = total_reserved();
-  if (reserved <= threshold_bytes) return;
-  const std::size_t target = reserved - threshold_bytes;
-  auto& pool = large_blocks_;
-  auto age = [&](const Block* b) { return static_cast<double>(pool.get_free_blocks_call_count - b->gc_stamp); };
-  double total_age = 0;
-  int freeable = 0;
-  auto freeable_block = [](const Block* b) { return !b->is_split() && !b->expandable; };
-  for (Block* b : pool.in_order()) {
-    if (freeable_block(b)) {
-      total_age += age(b);
-      ++freeable;
-    }
-  }
-  std::size_t reclaimed = 0;
-  bool freed = true;
-  while (reclaimed < target && freed && freeable > 0) {
-    const double age_threshold = total_age / freeable;
-    freed = false;
-    std::vector<Block*> victims;
-    for (Block* b : pool.in_order()) {
-      if (freeable_block(b) && age(b) >= age_threshold) victims.push_back(b);
-    }
-    for (Block* b : victims) {
-      freed = true;
-      reclaimed += b->size;
-      total_age -= age(b);
-      --freeable;
-      segment_released(b);
-    }
-  }
-}
-
-void DeviceCachingAllocator::process_events() {
-  events_.process([this](Block* b) { free_completed(b); });
-}
-
-void DeviceCachingAllocator::synchronize_and_free_events() {
-  ++stats_.num_sync_all_streams;
-  events_.synchronize_all([this](Block* b) { free_completed(b); });
-}
-
-std::size_t DeviceCachingAllocator::total_reserved() const {
-  return static_cast<std::size_t>(stats_.current(kReservedBytes, kAggregate));
 }
 
 void DeviceCachingAllocator::throw_oom(const AllocParams& p, std::unique_lock<std::mutex>& lock) {
   std::size_t device_free = 0;
   std::size_t device_total = 0;
   device_.mem_get_info(&device_free, &device_total);
-  ++stats_.num_ooms;
-  // PyTorch's oom entry: the device's free bytes where the address would be.
-  record_event(TraceAction::kOom, device_free, p.size, p.stream, trace_stack(p.ctx.stack));
+  ledger_.oom(device_free, p.size, p.stream, p.ctx.stack);
   OutOfMemoryInfo info;
   info.device = device_.index();
   info.requested = p.requested;
@@ -299,21 +181,15 @@ void DeviceCachingAllocator::throw_oom(const AllocParams& p, std::unique_lock<st
   info.device_free = device_free;
   info.device_total = device_total;
   info.allowed = fraction_set_ ? allowed_memory_maximum_ : 0;
-  info.allocated = static_cast<std::uint64_t>(stats_.current(kAllocatedBytes, kAggregate));
-  info.reserved = static_cast<std::uint64_t>(stats_.current(kReservedBytes, kAggregate));
-  const auto count_free = [&info](const BlockPool& pool) {
+  info.allocated = static_cast<std::uint64_t>(ledger_.stats().current(kAllocatedBytes, kAggregate));
+  info.reserved = static_cast<std::uint64_t>(ledger_.stats().current(kReservedBytes, kAggregate));
+  ledger_.for_each_pool([&info](const BlockPool& pool) {
     for (const Block* b : pool.in_order()) {
       info.cached_free += b->size;
       ++info.free_blocks;
       info.largest_free_block = std::max<std::uint64_t>(info.largest_free_block, b->size);
     }
-  };
-  count_free(small_blocks_);
-  count_free(large_blocks_);
-  for (const auto& [id, pool] : pools_) {
-    count_free(pool->small);
-    count_free(pool->large);
-  }
+  });
 
   std::ostringstream msg;
   msg << "CUDA out of memory. Tried to allocate " << format_size(info.alloc_size) << ". GPU "
@@ -348,12 +224,11 @@ void DeviceCachingAllocator::throw_oom(const AllocParams& p, std::unique_lock<st
 void DeviceCachingAllocator::free(DevicePtr ptr, CallContext ctx) {
   if (ptr == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
-  Block* block = allocated_.find(ptr);
+  const Block* block = ledger_.find_allocated(ptr);
   if (block == nullptr) {
-    std::string where = "device " + std::to_string(device_.index());
-    for (const auto& [base, segment] : segments_) {
-      if (ptr < base || ptr >= base + segment->size) continue;
-      for (Block* b = segment->head; b != nullptr; b = b->next) {
+    const std::string where = "device " + std::to_string(device_.index());
+    if (const Segment* segment = ledger_.segment_containing(ptr)) {
+      for (const Block* b = segment->head; b != nullptr; b = b->next) {
         if (ptr == b->ptr) {
           throw InvalidPointerError("double free: pointer " + hex(ptr) + " on " + where +
                                     " was already freed");
@@ -368,22 +243,32 @@ void DeviceCachingAllocator::free(DevicePtr ptr, CallContext ctx) {
     throw InvalidPointerError("pointer " + hex(ptr) + " was not allocated by the caching allocator on " +
                               where + " (a foreign pointer, or one of another device)");
   }
-  free_requested(block, ctx);
+  free_block(block, ctx);
   check_after_operation();
+}
+
+// Recording the events is the one step that can fail; it comes before any change.
+void DeviceCachingAllocator::free_block(const Block* block, CallContext ctx) {
+  const int events = block->stream_uses.empty() ? 0 : events_.record(block, block->stream_uses);
+  ledger_.free_requested(block, events, ctx);
 }
 
 void DeviceCachingAllocator::record_stream(DevicePtr ptr, StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
-  Block* block = allocated_.find(ptr);
+  const Block* block = ledger_.find_allocated(ptr);
   if (block == nullptr) {
     throw InvalidPointerError("record_stream: pointer " + hex(ptr) + " is not a live allocation on device " +
                               std::to_string(device_.index()));
   }
   check_stream(stream);
   if (stream == block->stream) return;
-  auto& uses = block->stream_uses;
-  if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
+  ledger_.stream_used(block, stream);
   check_after_operation();
+}
+
+std::string DeviceCachingAllocator::validate() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ledger_.validate(events_.pending());
 }
 
 void DeviceCachingAllocator::empty_cache() {

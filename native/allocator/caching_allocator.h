@@ -1,5 +1,7 @@
 // One device's caching allocator: PyTorch's policy (see the overview at the top of
-// caching_allocator.cpp) over the device contract.
+// caching_allocator.cpp) over the device contract. It decides and calls the device; the
+// ledger (ledger.h) holds the state and records each outcome, and this class can only read
+// it between transitions.
 //
 // Thread safety: every public method may be called from any thread; one mutex per device
 // serializes them. Callbacks and OOM observers run without the mutex held.
@@ -20,46 +22,21 @@
 #include <vector>
 
 #include "../device/device.h"
-#include "block.h"
-#include "block_pool.h"
 #include "config.h"
 #include "debug.h"
 #include "errors.h"
-#include "pointer_map.h"
+#include "history_options.h"
+#include "ledger.h"
+#include "size_policy.h"
 #include "snapshot.h"
-#include "stats.h"
-#include "stream_uses.h"
-#include "trace_ring.h"
+#include "stream_events.h"
 
 namespace cca {
 
-class StateChange;
-
-// How much context history keeps (PyTorch's RecordContext).
-enum class RecordContext : std::uint8_t {
-  kNever = 0,  // no stacks
-  kState = 1,  // stacks of live blocks only
-  kAlloc = 2,  // also on trace entries (frees carry the allocation's stack)
-  kAll = 3,    // frees carry the stack of the free site
-};
-
-struct HistoryOptions {
-  bool enabled = false;  // record trace entries into the ring
-  RecordContext context = RecordContext::kNever;
-  std::size_t max_entries = 1;
-  std::uint32_t skip_mask = 0;  // bit (1 << action): kept out of the ring
-  bool clear_history = false;
-};
-
-// What the caller knows about a call: its interned stack and tag (0: none).
-struct CallContext {
-  std::uint32_t stack = 0;
-  std::uint32_t tag = 0;
-};
-
 class DeviceCachingAllocator {
  public:
-  DeviceCachingAllocator(Device& device, const AllocatorConfig& config);
+  // `copies` serves copy_to_device/copy_to_host/fill; without one they throw.
+  DeviceCachingAllocator(Device& device, const AllocatorConfig& config, CopyEngine* copies = nullptr);
   // Returns every segment to the device. Live allocations are released too.
   ~DeviceCachingAllocator();
   DeviceCachingAllocator(const DeviceCachingAllocator&) = delete;
@@ -127,7 +104,6 @@ class DeviceCachingAllocator {
   // Starts, changes or stops recording history (PyTorch's _record_memory_history).
   // Disabling, or clear_history, frees the ring.
   void set_history(const HistoryOptions& options);
-  HistoryOptions history() const;
   // Bytes the trace ring holds (0 once history is disabled or cleared).
   std::size_t history_bytes() const;
   // Takes the next number of the device's history order, as a trace entry would: an event
@@ -164,95 +140,74 @@ class DeviceCachingAllocator {
     std::size_t size = 0;        // rounded
     std::size_t alloc_size = 0;  // segment size if a new segment is needed
     StreamId stream = 0;
-    BlockPool* pool = nullptr;
-    Block* block = nullptr;
+    const BlockPool* pool = nullptr;
+    const Block* block = nullptr;
+    bool block_in_free_set = false;  // a cached block (true) or a new segment's (false)
     Status device_status = Status::kOk;
     CallContext ctx;
   };
 
-  // --- the state transitions (transitions.cpp): the only code that changes blocks ---
-  Block* segment_allocated(DevicePtr ptr, std::size_t size, const AllocParams& p);
-  Block* hand_out(Block* free_block, const AllocParams& p, std::uint32_t owner);
-  void free_requested(Block* block, CallContext ctx);
-  void free_completed(Block* block);
-  void complete_free(Block* block, StateChange& change, std::uint32_t stack);
-  void segment_released(Block* block);
-  void commit(const StateChange& change);
-  // Expandable segments (expandable_segments.cpp).
-  void merge_free_neighbours(Block* block, StateChange& change);
-  Block* find_expandable_block(const AllocParams& p);
-  bool map_block(Block* to_map, std::size_t size, const AllocParams& p);
-  Block* try_allocate_expandable_block(const AllocParams& p);
-  void unmap_block(Block* block);
-  void release_expandable_segment(Block* block);
-  bool use_expandable() const { return config_.expandable_segments && device_.vmm_granularity() != 0; }
-  // A trace entry with no state change (oom, snapshot).
-  void record_event(TraceAction action, DevicePtr addr, std::uint64_t size, StreamId stream, std::uint32_t stack);
-  bool tracing() const { return history_.enabled; }
-  // The stack a trace entry carries under the current context level.
-  std::uint32_t trace_stack(std::uint32_t stack) const {
-    return history_.context >= RecordContext::kAlloc ? stack : 0;
-  }
-
-  const Block& live_range(DevicePtr base, std::uint64_t offset, std::uint64_t bytes, const char* what) const;
-  void finish_copy(Status s, StreamId stream, const char* what);
-
-  // --- policy (caching_allocator.cpp) ---
+  // --- the malloc fallback chain (caching_allocator.cpp) ---
   void check_stream(StreamId stream) const;
-  BlockPool& pool_for(std::size_t rounded) {
+  const BlockPool& pool_for(std::size_t rounded) const {
+    const bool small = is_small_request(rounded);
     if (!routes_.empty()) {
-      if (PrivatePool* p = routed_pool()) return rounded <= kSmallSize ? p->small : p->large;
+      if (const PrivatePool* p = routed_pool()) return small ? p->small : p->large;
     }
-    return rounded <= kSmallSize ? small_blocks_ : large_blocks_;
+    return ledger_.default_pool(small);
   }
-  PrivatePool* routed_pool() const;
-  PrivatePool& private_pool(std::uint32_t pool) const;  // throws for an unknown id
-  void release_freeable_pools();
-  // Frees the size bins of destroyed streams once they hold no block.
-  void drop_dead_stream_bins();
   bool get_free_block(AllocParams& p);
   bool trigger_free_memory_callbacks(std::unique_lock<std::mutex>& lock);
   bool alloc_block(AllocParams& p, bool is_retry);
+  const Block* hand_out(const AllocParams& p, std::uint32_t owner);
+  void free_block(const Block* block, CallContext ctx);
+  [[noreturn]] void throw_oom(const AllocParams& p, std::unique_lock<std::mutex>& lock);
+  // --- releasing memory (release.cpp) ---
   bool release_available_cached_blocks(const AllocParams& p);
   void release_cached_blocks();
-  void release_free_blocks(BlockPool& pool);
+  void release_free_blocks(const BlockPool& pool);
+  void release_segment(const Block* block);
   void garbage_collect_cached_blocks();
+  bool gc_enabled() const { return fraction_set_ && config_.garbage_collection_threshold > 0.0; }
   void process_events();
   void synchronize_and_free_events();
-  void insert_events(Block* block);
-  bool gc_enabled() const { return fraction_set_ && config_.garbage_collection_threshold > 0.0; }
-  [[noreturn]] void throw_oom(const AllocParams& p, std::unique_lock<std::mutex>& lock);
-  std::size_t total_reserved() const;
-  std::string validate_locked() const;
+  // Frees the size bins of destroyed streams once they hold no block.
+  void drop_dead_stream_bins();
+  // --- expandable segments (expandable_segments.cpp) ---
+  bool use_expandable() const { return config_.expandable_segments && device_.vmm_granularity() != 0; }
+  const Block* find_expandable_block(const AllocParams& p);
+  bool map_block(const Block* to_map, std::size_t size, const AllocParams& p);
+  const Block* try_allocate_expandable_block(const AllocParams& p);
+  void unmap_block(const Block* block);
+  void release_expandable_segment(const Block* block);
+  // --- MemPools (mem_pools.cpp) ---
+  const PrivatePool* routed_pool() const;
+  const PrivatePool& private_pool(std::uint32_t pool) const;  // throws for an unknown id
+  void release_freeable_pools();
+  // --- copies (copies.cpp) ---
+  const Block& live_range(DevicePtr base, std::uint64_t offset, std::uint64_t bytes, const char* what) const;
+  CopyEngine& copy_engine(const char* what) const;
+  void finish_copy(Status s, StreamId stream, const char* what);
+
+  std::size_t total_reserved() const { return ledger_.reserved_bytes(); }
   // In CCA_DEBUG >= 3 builds, runs the validator and aborts on a broken invariant.
   void check_after_operation() const {
     if (CCA_VALIDATE_EVERY_OPERATION) {
-      const std::string problem = validate_locked();
+      const std::string problem = ledger_.validate(events_.pending());
       if (!problem.empty()) CCA_FAIL(problem.c_str());
     }
   }
 
-  Block* new_block();
-  void delete_block(Block* block);
-
   Device& device_;
+  CopyEngine* copies_;
   mutable std::mutex mu_;
+  Ledger ledger_;
   AllocatorConfig config_;
-  BlockPool small_blocks_{true};
-  BlockPool large_blocks_{false};
-  PointerMap allocated_;  // kAllocated blocks by address
-  std::unordered_map<DevicePtr, std::unique_ptr<Segment>> segments_;
   StreamEvents events_;
   std::unordered_set<StreamId> streams_;  // live streams created here (0 is always live)
-  StatCounters stats_;
   bool fraction_set_ = false;
   double fraction_ = 1.0;
   std::size_t allowed_memory_maximum_ = 0;
-  std::vector<Block*> spare_blocks_;  // recycled Block objects: no heap traffic on split/merge
-  HistoryOptions history_;
-  TraceRing ring_;
-  std::uint64_t history_seq_ = 0;  // the last seq handed out; never reset, so never reused
-  std::unordered_map<std::uint32_t, std::unique_ptr<PrivatePool>> pools_;
   // (thread, pool) routes in the order they began: PyTorch's captures_underway.
   std::vector<std::pair<std::thread::id, std::uint32_t>> routes_;
   std::vector<std::function<bool()>> free_memory_callbacks_;

@@ -13,7 +13,7 @@ namespace cca {
 
 const Block& DeviceCachingAllocator::live_range(DevicePtr base, std::uint64_t offset, std::uint64_t bytes,
                                                 const char* what) const {
-  const Block* b = base == 0 ? nullptr : allocated_.find(base);
+  const Block* b = base == 0 ? nullptr : ledger_.find_allocated(base);
   if (b == nullptr || b->state != BlockState::kAllocated) {
     throw InvalidPointerError(std::string(what) + ": " + hex(base) + " is not a live allocation on device " +
                               std::to_string(device_.index()) +
@@ -29,12 +29,17 @@ const Block& DeviceCachingAllocator::live_range(DevicePtr base, std::uint64_t of
   return *b;
 }
 
+CopyEngine& DeviceCachingAllocator::copy_engine(const char* what) const {
+  if (copies_ == nullptr) {
+    throw DeviceError(std::string(what) + ": this allocator of device " + std::to_string(device_.index()) +
+                      " was made without a copy engine");
+  }
+  return *copies_;
+}
+
 void DeviceCachingAllocator::finish_copy(Status s, StreamId stream, const char* what) {
   if (s == Status::kOk) s = device_.stream_synchronize(stream);
-  if (s != Status::kOk) {
-    throw DeviceError(std::string(what) + " failed on device " + std::to_string(device_.index()) + ": " +
-                      status_name(s) + " (" + device_.last_error() + ")");
-  }
+  if (s != Status::kOk) throw DeviceError(device_failure(device_, what, s));
 }
 
 void DeviceCachingAllocator::copy_to_device(DevicePtr base, std::uint64_t offset, const void* src,
@@ -42,21 +47,21 @@ void DeviceCachingAllocator::copy_to_device(DevicePtr base, std::uint64_t offset
   std::lock_guard<std::mutex> lock(mu_);
   const Block& b = live_range(base, offset, bytes, "copy to device");
   if (bytes == 0) return;
-  finish_copy(device_.memcpy_htod(base + offset, src, bytes, b.stream), b.stream, "copy to device");
+  finish_copy(copy_engine("copy to device").memcpy_htod(base + offset, src, bytes, b.stream), b.stream, "copy to device");
 }
 
 void DeviceCachingAllocator::copy_to_host(void* dst, DevicePtr base, std::uint64_t offset, std::uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   const Block& b = live_range(base, offset, bytes, "copy to host");
   if (bytes == 0) return;
-  finish_copy(device_.memcpy_dtoh(dst, base + offset, bytes, b.stream), b.stream, "copy to host");
+  finish_copy(copy_engine("copy to host").memcpy_dtoh(dst, base + offset, bytes, b.stream), b.stream, "copy to host");
 }
 
 void DeviceCachingAllocator::fill(DevicePtr base, std::uint64_t offset, unsigned char value, std::uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   const Block& b = live_range(base, offset, bytes, "fill");
   if (bytes == 0) return;
-  finish_copy(device_.memset_d8(base + offset, value, bytes, b.stream), b.stream, "fill");
+  finish_copy(copy_engine("fill").memset_d8(base + offset, value, bytes, b.stream), b.stream, "fill");
 }
 
 void DeviceCachingAllocator::require_live_stream(StreamId stream) const {

@@ -18,16 +18,16 @@ InvalidArgumentError unknown_pool(std::uint32_t pool, int device) {
 }
 }  // namespace
 
-PrivatePool& DeviceCachingAllocator::private_pool(std::uint32_t pool) const {
-  auto it = pools_.find(pool);
-  if (it == pools_.end()) throw unknown_pool(pool, device_.index());
-  return *it->second;
+const PrivatePool& DeviceCachingAllocator::private_pool(std::uint32_t pool) const {
+  const PrivatePool* p = ledger_.private_pool(pool);
+  if (p == nullptr) throw unknown_pool(pool, device_.index());
+  return *p;
 }
 
-PrivatePool* DeviceCachingAllocator::routed_pool() const {
+const PrivatePool* DeviceCachingAllocator::routed_pool() const {
   const std::thread::id self = std::this_thread::get_id();
   for (auto it = routes_.rbegin(); it != routes_.rend(); ++it) {
-    if (it->first == self) return pools_.at(it->second).get();
+    if (it->first == self) return ledger_.private_pool(it->second);
   }
   return nullptr;
 }
@@ -35,15 +35,14 @@ PrivatePool* DeviceCachingAllocator::routed_pool() const {
 std::uint32_t DeviceCachingAllocator::create_pool() {
   std::lock_guard<std::mutex> lock(mu_);
   const std::uint32_t id = g_next_pool_id.fetch_add(1);
-  pools_.emplace(id, std::make_unique<PrivatePool>(id));
+  ledger_.pool_created(id);
   return id;
 }
 
 void DeviceCachingAllocator::begin_allocate_to_pool(std::uint32_t pool) {
   std::lock_guard<std::mutex> lock(mu_);
-  PrivatePool& p = private_pool(pool);
-  if (p.use_count <= 0) throw unknown_pool(pool, device_.index());
-  ++p.use_count;
+  if (private_pool(pool).use_count <= 0) throw unknown_pool(pool, device_.index());
+  ledger_.pool_use_changed(pool, +1);
   routes_.emplace_back(std::this_thread::get_id(), pool);
 }
 
@@ -53,7 +52,7 @@ void DeviceCachingAllocator::end_allocate_to_pool(std::uint32_t pool) {
   for (auto it = routes_.rbegin(); it != routes_.rend(); ++it) {
     if (it->first == self && it->second == pool) {
       routes_.erase(std::next(it).base());
-      --private_pool(pool).use_count;
+      ledger_.pool_use_changed(pool, -1);
       release_freeable_pools();
       return;
     }
@@ -64,9 +63,8 @@ void DeviceCachingAllocator::end_allocate_to_pool(std::uint32_t pool) {
 
 void DeviceCachingAllocator::release_pool(std::uint32_t pool) {
   std::lock_guard<std::mutex> lock(mu_);
-  PrivatePool& p = private_pool(pool);
-  if (p.use_count <= 0) throw unknown_pool(pool, device_.index());
-  --p.use_count;
+  if (private_pool(pool).use_count <= 0) throw unknown_pool(pool, device_.index());
+  ledger_.pool_use_changed(pool, -1);
   release_freeable_pools();
   check_after_operation();
 }
@@ -78,23 +76,21 @@ int DeviceCachingAllocator::pool_use_count(std::uint32_t pool) const {
 
 bool DeviceCachingAllocator::pool_exists(std::uint32_t pool) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return pools_.count(pool) > 0;
+  return ledger_.private_pool(pool) != nullptr;
 }
 
 // Released pools (use_count 0) give back their cached segments; a pool with no segment
 // left is erased. Live allocations keep their segments until freed.
 void DeviceCachingAllocator::release_freeable_pools() {
-  for (auto it = pools_.begin(); it != pools_.end();) {
-    PrivatePool& p = *it->second;
-    if (p.use_count <= 0) {
-      release_free_blocks(p.large);
-      release_free_blocks(p.small);
-    }
-    if (p.use_count <= 0 && p.segment_count == 0) {
-      it = pools_.erase(it);
-    } else {
-      ++it;
-    }
+  std::vector<std::uint32_t> released;
+  ledger_.for_each_private_pool([&released](const PrivatePool& p) {
+    if (p.use_count <= 0) released.push_back(p.id);
+  });
+  for (std::uint32_t id : released) {
+    const PrivatePool& p = *ledger_.private_pool(id);
+    release_free_blocks(p.large);
+    release_free_blocks(p.small);
+    if (p.segment_count == 0) ledger_.pool_erased(id);
   }
 }
 

@@ -5,7 +5,7 @@ namespace cca {
 Runtime::Runtime(std::unique_ptr<Platform> platform, const AllocatorConfig& config, std::string note)
     : platform_(std::move(platform)), note_(std::move(note)), config_(config) {
   for (int i = 0; i < platform_->device_count(); ++i) {
-    allocators_.push_back(std::make_unique<DeviceCachingAllocator>(platform_->device(i), config));
+    allocators_.push_back(std::make_unique<DeviceCachingAllocator>(platform_->device(i), config, &platform_->copy_engine(i)));
   }
 }
 

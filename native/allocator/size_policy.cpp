@@ -32,7 +32,7 @@ std::size_t round_size(std::size_t size, const AllocatorConfig& cfg) {
 }
 
 std::size_t allocation_size(std::size_t rounded, const AllocatorConfig& cfg) {
-  if (rounded <= kSmallSize) return kSmallBuffer;
+  if (is_small_request(rounded)) return kSmallBuffer;
   if (rounded < kMinLargeAlloc) return cfg.large_segment_size;
   return (rounded + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
 }
@@ -41,7 +41,30 @@ bool should_split(std::size_t block_size, std::size_t rounded, bool small_pool,
                   const AllocatorConfig& cfg) {
   std::size_t remaining = block_size - rounded;
   if (small_pool) return remaining >= kMinBlockSize;
-  return rounded < cfg.max_split_size && remaining > kSmallSize;
+  return !is_oversize(rounded, cfg) && remaining > kSmallSize;
+}
+
+const Block* best_cached_block(const BlockPool& pool, StreamId stream, std::size_t rounded, const AllocatorConfig& cfg) {
+  const Block* found = pool.first_at_least(stream, rounded);
+  if (found == nullptr) return nullptr;
+  if (found->expandable) {
+    if (cfg.expandable_segments) {
+      auto expandable_size = [](const Block* b) {
+        return b->size + (b->next != nullptr && !b->next->mapped ? b->next->size : 0);
+      };
+      const Block* next = pool.next_after(found);
+      while (found->expandable && next != nullptr && expandable_size(next) < expandable_size(found)) {
+        found = next;
+        next = pool.next_after(found);
+      }
+    } else {
+      do {
+        found = pool.next_after(found);
+      } while (found != nullptr && found->expandable);
+      if (found == nullptr) return nullptr;
+    }
+  }
+  return oversize_rules_allow(rounded, found->size, cfg) ? found : nullptr;
 }
 
 }  // namespace cca

@@ -1,14 +1,17 @@
-// The size rules, as pure functions of a request and the config: rounding, pool choice,
-// segment size and whether a found block is split. Nothing here touches state.
+// Every rule of PyTorch's policy that decides a size, a pool or a choice of block, as a
+// pure function of a request and the config, each named after the rule with PyTorch's
+// reason in a line. Nothing here changes state: the allocator asks, the ledger acts.
 #pragma once
 #include <cstddef>
 
+#include "block_pool.h"
 #include "config.h"
 
 namespace cca {
 
-// PyTorch's round_size: at least 512, then either the next 1/d step between powers of two
-// (when d = roundup_power2_divisions(size) > 1 and size > 512 * d) or a multiple of 512.
+// Rounding. PyTorch's round_size: at least 512, then either the next 1/d step between
+// powers of two (when d = roundup_power2_divisions(size) > 1 and size > 512 * d) or a
+// multiple of 512. Why: fewer distinct sizes, so freed blocks fit later requests.
 std::size_t round_size(std::size_t size, const AllocatorConfig& cfg);
 // The next of d evenly spaced steps between the powers of two around size
 // (1200 with d = 4 gives 1280). Powers of two are returned unchanged.
@@ -16,17 +19,44 @@ std::size_t roundup_power2_next_division(std::size_t size, std::size_t divisions
 // The divisions configured for size's bucket: floor(log2(size)) - 20, clamped to [0, 15].
 std::size_t roundup_divisions_for(std::size_t size, const AllocatorConfig& cfg);
 
-// Requests up to and including 1 MiB are small.
+// Small vs large: rounded requests up to and including 1 MiB come from the small pool.
+// Why: small tensors packed into 2 MiB segments do not fragment the large ones.
 inline bool is_small_request(std::size_t rounded) { return rounded <= kSmallSize; }
 
-// The size of the segment to ask the device for when no cached block fits.
+// Segment size when no cached block fits: 2 MiB for small requests, 20 MiB below 10 MiB,
+// else the request rounded up to 2 MiB. Why: mid-size requests share a segment; huge
+// ones get their own so they can be released whole.
 std::size_t allocation_size(std::size_t rounded, const AllocatorConfig& cfg);
 
-// Whether handing out `rounded` bytes of a free block of `block_size` splits it.
-// Note [Split thresholds]: small blocks split whenever the rest is at least 512 bytes;
+// Oversize: a block or request at or above max_split_size. Why: such blocks are never split
+// (a small allocation must not pin a huge segment), and they alone are released to make
+// room before the whole cache is (release_available_cached_blocks).
+inline bool is_oversize(std::size_t size, const AllocatorConfig& cfg) { return size >= cfg.max_split_size; }
+
+// Whether a cached block of `block_size` may serve a rounded request at all. Why: a request
+// below max_split_size never takes an oversize block (it would split it), and an oversize
+// request takes one at most max_non_split_rounding_size bigger (the rest would be wasted).
+inline bool oversize_rules_allow(std::size_t rounded, std::size_t block_size, const AllocatorConfig& cfg) {
+  if (!is_oversize(rounded, cfg)) return !is_oversize(block_size, cfg);
+  return block_size < rounded + cfg.max_non_split_rounding_size;
+}
+
+// Expandable blocks split like small ones. Why: their segment grows page by page, so a
+// large remainder is still cheap to keep and the large-pool threshold would waste it.
+inline bool splits_like_small(const Block& block) { return block.pool->is_small || block.expandable; }
+
+// Note [Split thresholds]: whether handing out `rounded` bytes of a free block of
+// `block_size` splits it. Small blocks split whenever the rest is at least 512 bytes;
 // large blocks only when the request is below max_split_size and the rest exceeds 1 MiB
-// (strictly), so large remainders stay useful and oversize blocks stay whole.
-bool should_split(std::size_t block_size, std::size_t rounded, bool small_pool,
-                  const AllocatorConfig& cfg);
+// (strictly). Why: large remainders stay useful and oversize blocks stay whole.
+bool should_split(std::size_t block_size, std::size_t rounded, bool small_pool, const AllocatorConfig& cfg);
+
+// Best fit: the cached block of `pool` a request takes, or nullptr. The smallest block on
+// the stream that is large enough, lowest address on ties (why: the rest of the cache stays
+// in big pieces), subject to the oversize rules. With expandable segments on, a block
+// followed by unmapped space counts that space as part of its size, and a block that cannot
+// grow is preferred (why: the unmapped space stays for large requests); with them off,
+// expandable blocks are skipped.
+const Block* best_cached_block(const BlockPool& pool, StreamId stream, std::size_t rounded, const AllocatorConfig& cfg);
 
 }  // namespace cca

@@ -1,7 +1,10 @@
 // One transition's effect: each touched block or segment is recorded before and after the
-// mutation, and the net stat change is committed at once (see stats.h) together with the
-// transition's trace entries, so the history cannot disagree with the blocks.
+// mutation, the event counter it bumps (a device malloc, a retry, ...) is named, and the
+// whole is committed at once (Ledger::commit) together with the transition's trace entries,
+// so neither the stats nor the history can disagree with the blocks.
 #pragma once
+#include "debug.h"
+#include "segment.h"
 #include "stats.h"
 #include "trace_ring.h"
 
@@ -14,6 +17,7 @@ class StateChange {
   void trace(TraceAction action, DevicePtr addr, std::uint64_t size, StreamId stream, std::uint32_t stack,
              std::uint32_t tag, std::uint32_t pool = 0) {
     if (!tracing_) return;
+    CCA_ASSERT(count_ < 2);
     TraceEntry& e = entries_[count_++];
     e.action = action;
     e.addr = addr;
@@ -34,9 +38,17 @@ class StateChange {
   void after(const Segment& s) { delta_.add_segment(s, +1); }
   const StatDelta& delta() const { return delta_; }
 
+  // The one event counter this transition adds 1 to.
+  void count(Counter c) {
+    CCA_ASSERT(counter_ == Counter::kNone);
+    counter_ = c;
+  }
+  Counter counter() const { return counter_; }
+
  private:
   StatDelta delta_;
   bool tracing_;
+  Counter counter_ = Counter::kNone;
   int count_ = 0;
   TraceEntry entries_[2];
 };

@@ -1,11 +1,11 @@
 #include "stats.h"
 
 #include <algorithm>
-#include <cstring>
 #include <utility>
 
 #include "block_pool.h"
 #include "debug.h"
+#include "segment.h"
 
 namespace cca {
 
@@ -55,7 +55,7 @@ void StatCounters::reset_accumulated() {
 
 void StatDelta::set_pool(const BlockPool* pool) {
   const int p = pool->is_small ? kSmallPool : kLargePool;
-  if (CCA_DEBUG >= 1 && pool_ != -1 && pool_ != p) CCA_FAIL("one transition touched blocks of two pools");
+  CCA_ASSERT(pool_ == -1 || pool_ == p);  // one transition touches the blocks of one pool
   pool_ = p;
 }
 
@@ -105,70 +105,99 @@ void StatDelta::apply_to(StatCounters& stats) const {
 
 namespace {
 
-// Each key reads one int64 of DeviceStats, found by its byte offset (-1: max_split_size,
-// which is not a stat). A flat table: memory_stats() is called from monitoring loops.
-struct KeyTable {
-  std::vector<std::string> keys;
-  std::vector<std::ptrdiff_t> offsets;
+const char* const kKindNames[kNumStatKinds] = {
+    "allocation",     "segment",      "active",       "inactive_split",       "allocated_bytes",
+    "reserved_bytes", "active_bytes", "inactive_split_bytes", "requested_bytes"};
+const char* const kPoolNames[3] = {"all", "small_pool", "large_pool"};
+
+// One memory_stats() key: which Stat of DeviceStats and which of its fields, or a scalar
+// counter, or neither (max_split_size, a setting). A flat table built once: memory_stats()
+// is called from monitoring loops.
+struct KeyRow {
+  std::string key;
+  int kind = -1;                          // >= 0: arrays[kind][pool]
+  int pool = 0;
+  const Stat DeviceStats::*stat = nullptr;  // else: an oversize Stat
+  std::int64_t Stat::*field = nullptr;
+  std::int64_t StatScalars::*scalar = nullptr;  // else: a counter
 };
 
-const KeyTable& key_table() {
-  static const KeyTable table = [] {
-    static const char* kKindNames[kNumStatKinds] = {
-        "allocation",     "segment",        "active",       "inactive_split",       "allocated_bytes",
-        "reserved_bytes", "active_bytes",   "inactive_split_bytes", "requested_bytes"};
-    static const char* kPoolNames[3] = {"all", "small_pool", "large_pool"};
+std::int64_t value_of(const KeyRow& r, const DeviceStats& s, std::int64_t max_split_size) {
+  if (r.field != nullptr) {
+    const Stat& st = r.kind >= 0 ? s.arrays[r.kind][r.pool] : s.*(r.stat);
+    return st.*(r.field);
+  }
+  return r.scalar != nullptr ? s.*(r.scalar) : max_split_size;
+}
+
+const std::vector<KeyRow>& key_rows() {
+  static const std::vector<KeyRow> rows = [] {
     static const char* kFieldNames[4] = {"current", "peak", "allocated", "freed"};
-    const DeviceStats probe;
-    const auto at = [&](const std::int64_t& field) {
-      return reinterpret_cast<const char*>(&field) - reinterpret_cast<const char*>(&probe);
-    };
-    const auto fields = [](const Stat& st) {
-      return std::array<const std::int64_t*, 4>{&st.current, &st.peak, &st.allocated, &st.freed};
-    };
-    std::vector<std::pair<std::string, std::ptrdiff_t>> rows;
+    std::int64_t Stat::*const fields[4] = {&Stat::current, &Stat::peak, &Stat::allocated, &Stat::freed};
+    std::vector<KeyRow> out;
     for (int k = 0; k < kNumStatKinds; ++k) {
       for (int p = 0; p < 3; ++p) {
         for (int f = 0; f < 4; ++f) {
-          rows.emplace_back(std::string(kKindNames[k]) + "." + kPoolNames[p] + "." + kFieldNames[f],
-                            at(*fields(probe.arrays[k][p])[f]));
+          KeyRow r;
+          r.key = std::string(kKindNames[k]) + "." + kPoolNames[p] + "." + kFieldNames[f];
+          r.kind = k;
+          r.pool = p;
+          r.field = fields[f];
+          out.push_back(r);
         }
       }
     }
-    for (int f = 0; f < 4; ++f) {
-      rows.emplace_back(std::string("oversize_allocations.") + kFieldNames[f], at(*fields(probe.oversize_allocations)[f]));
-      rows.emplace_back(std::string("oversize_segments.") + kFieldNames[f], at(*fields(probe.oversize_segments)[f]));
+    const std::pair<const char*, const Stat DeviceStats::*> oversize[2] = {
+        {"oversize_allocations.", &DeviceStats::oversize_allocations},
+        {"oversize_segments.", &DeviceStats::oversize_segments}};
+    for (const auto& [name, stat] : oversize) {
+      for (int f = 0; f < 4; ++f) {
+        KeyRow r;
+        r.key = std::string(name) + kFieldNames[f];
+        r.stat = stat;
+        r.field = fields[f];
+        out.push_back(r);
+      }
     }
-    rows.emplace_back("num_alloc_retries", at(probe.num_alloc_retries));
-    rows.emplace_back("num_ooms", at(probe.num_ooms));
-    rows.emplace_back("num_sync_all_streams", at(probe.num_sync_all_streams));
-    rows.emplace_back("num_device_alloc", at(probe.num_device_alloc));
-    rows.emplace_back("num_device_free", at(probe.num_device_free));
-    rows.emplace_back("max_split_size", -1);
+    const std::pair<const char*, std::int64_t StatScalars::*> counters[5] = {
+        {"num_alloc_retries", &StatScalars::num_alloc_retries},
+        {"num_ooms", &StatScalars::num_ooms},
+        {"num_sync_all_streams", &StatScalars::num_sync_all_streams},
+        {"num_device_alloc", &StatScalars::num_device_alloc},
+        {"num_device_free", &StatScalars::num_device_free}};
+    for (const auto& [name, scalar] : counters) {
+      KeyRow r;
+      r.key = name;
+      r.scalar = scalar;
+      out.push_back(r);
+    }
+    KeyRow setting;
+    setting.key = "max_split_size";
+    out.push_back(setting);
     // memory_stats() returns an OrderedDict sorted by key.
-    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    KeyTable t;
-    for (auto& r : rows) {
-      t.keys.push_back(r.first);
-      t.offsets.push_back(r.second);
-    }
-    return t;
+    std::sort(out.begin(), out.end(), [](const KeyRow& a, const KeyRow& b) { return a.key < b.key; });
+    return out;
   }();
-  return table;
+  return rows;
 }
 
 }  // namespace
 
-const std::vector<std::string>& stat_keys() { return key_table().keys; }
+const char* stat_kind_name(int kind) { return kKindNames[kind]; }
+const char* stat_pool_name(int pool) { return kPoolNames[pool]; }
+
+const std::vector<std::string>& stat_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> out;
+    for (const KeyRow& r : key_rows()) out.push_back(r.key);
+    return out;
+  }();
+  return keys;
+}
 
 void stat_values(const DeviceStats& stats, std::int64_t max_split_size, double* out) {
-  const auto& offsets = key_table().offsets;
-  const char* base = reinterpret_cast<const char*>(&stats);
-  for (std::size_t i = 0; i < offsets.size(); ++i) {
-    std::int64_t v = max_split_size;
-    if (offsets[i] >= 0) std::memcpy(&v, base + offsets[i], sizeof v);
-    out[i] = static_cast<double>(v);
-  }
+  const std::vector<KeyRow>& rows = key_rows();
+  for (std::size_t i = 0; i < rows.size(); ++i) out[i] = static_cast<double>(value_of(rows[i], stats, max_split_size));
 }
 
 }  // namespace cca

@@ -30,6 +30,21 @@ enum StatKind : int {
 
 enum StatPool : int { kAggregate = 0, kSmallPool = 1, kLargePool = 2 };
 
+// "allocation", "segment", ...: the names memory_stats() keys use.
+const char* stat_kind_name(int kind);
+// "all", "small_pool", "large_pool".
+const char* stat_pool_name(int pool);
+
+// The event counters among the stats; a transition names the one it bumps (StateChange).
+enum class Counter : std::uint8_t {
+  kNone,
+  kDeviceAlloc,      // num_device_alloc: a segment allocated or pages mapped
+  kDeviceFree,       // num_device_free: a segment freed or pages unmapped
+  kAllocRetry,       // num_alloc_retries: the whole cache released before a last try
+  kOom,              // num_ooms
+  kSyncAllStreams,   // num_sync_all_streams: every pending free waited for
+};
+
 struct Stat {
   std::int64_t current = 0;
   std::int64_t peak = 0;
@@ -82,6 +97,16 @@ class StatCounters : public StatScalars {
   std::int64_t current(StatKind kind, StatPool pool) const {
     const Kind& k = kinds_[kind];
     return pool == kAggregate ? k.all_current : k.pools[pool - 1].current;
+  }
+  void bump(Counter c) {
+    switch (c) {
+      case Counter::kNone: break;
+      case Counter::kDeviceAlloc: ++num_device_alloc; break;
+      case Counter::kDeviceFree: ++num_device_free; break;
+      case Counter::kAllocRetry: ++num_alloc_retries; break;
+      case Counter::kOom: ++num_ooms; break;
+      case Counter::kSyncAllStreams: ++num_sync_all_streams; break;
+    }
   }
   DeviceStats view() const;
   void reset_peak();

@@ -1,7 +1,5 @@
 #include "trace_ring.h"
 
-#include <cstring>
-
 namespace cca {
 
 namespace {
@@ -12,13 +10,6 @@ const char* const kNames[] = {"alloc",        "free_requested", "free_completed"
 const char* trace_action_name(TraceAction action) {
   const auto i = static_cast<std::size_t>(action);
   return i < static_cast<std::size_t>(TraceAction::kNumActions) ? kNames[i] : "unknown";
-}
-
-TraceAction trace_action_from_name(const char* name) {
-  for (std::size_t i = 0; i < static_cast<std::size_t>(TraceAction::kNumActions); ++i) {
-    if (std::strcmp(kNames[i], name) == 0) return static_cast<TraceAction>(i);
-  }
-  return TraceAction::kNumActions;
 }
 
 void TraceRing::set_max_entries(std::size_t n) {

@@ -22,8 +22,6 @@ enum class TraceAction : std::uint8_t {
 };
 
 const char* trace_action_name(TraceAction action);
-// Parses a name as PyTorch spells it ("free_requested"); returns kNumActions if unknown.
-TraceAction trace_action_from_name(const char* name);
 
 // 56 bytes, no pointers: recording is a few stores. No member initializers, so a
 // transition's scratch entries cost nothing when history is off; every writer sets every

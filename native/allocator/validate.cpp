@@ -5,27 +5,13 @@
 //  4. Allocated blocks are exactly those in the pointer map; pending ones wait on events.
 //  5. Stats equal the sums over blocks and segments; allocated <= active <= reserved.
 
-#include "caching_allocator.h"
 #include "hex.h"
+#include "ledger.h"
 #include "state_change.h"
 
 namespace cca {
 
-namespace {
-const char* kind_name(int k) {
-  static const char* names[kNumStatKinds] = {"allocation",     "segment",      "active",
-                                             "inactive_split", "allocated_bytes", "reserved_bytes",
-                                             "active_bytes",   "inactive_split_bytes", "requested_bytes"};
-  return names[k];
-}
-}  // namespace
-
-std::string DeviceCachingAllocator::validate() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return validate_locked();
-}
-
-std::string DeviceCachingAllocator::validate_locked() const {
+std::string Ledger::validate(std::size_t queued_events) const {
   // Stat deltas are per pool: one sum for each.
   StateChange expected_small;
   StateChange expected_large;
@@ -45,6 +31,7 @@ std::string DeviceCachingAllocator::validate_locked() const {
     for (const Block* b = seg.head; b != nullptr; prev = b, b = b->next) {
       const std::string where = "block " + hex(b->ptr) + " of segment " + hex(seg.ptr);
       if (b->ptr != cursor) return where + " does not start where its predecessor ends (" + hex(cursor) + ")";
+      if (!seg.contiguous_with_next(*b)) return where + " does not end where its successor starts";
       if (b->size == 0 || b->size % kMinBlockSize != 0) return where + " has size " + std::to_string(b->size);
       if (b->prev != prev) return where + " has a broken prev link";
       if (b->segment != &seg || b->pool != seg.pool || b->stream != seg.stream || b->expandable != seg.expandable) {
@@ -53,8 +40,8 @@ std::string DeviceCachingAllocator::validate_locked() const {
       cursor += b->size;
       expected(b->pool).after(*b);
       // In its own pool's set when free; the set sizes below then rule out any second set.
-      const bool in_set = b->pool->contains(const_cast<Block*>(b));
-      const bool in_unmapped = b->pool->unmapped.count(const_cast<Block*>(b)) > 0;
+      const bool in_set = b->pool->contains(b);
+      const bool in_unmapped = b->pool->contains_unmapped(b);
       if (!b->mapped) {
         if (!seg.expandable) return where + " is unmapped in a fixed segment";
         if (b->state != BlockState::kFree || !in_unmapped || in_set) return where + " is unmapped but not only in the unmapped set";
@@ -98,11 +85,13 @@ std::string DeviceCachingAllocator::validate_locked() const {
     }
     if (cursor != seg.ptr + seg.size) return "blocks of segment " + hex(seg.ptr) + " do not add up to its size";
   }
-  std::size_t in_sets = small_blocks_.size() + large_blocks_.size();
-  std::size_t in_unmapped_sets = small_blocks_.unmapped.size() + large_blocks_.unmapped.size();
+  std::size_t in_sets = 0;
+  std::size_t in_unmapped_sets = 0;
+  for_each_pool([&](const BlockPool& pool) {
+    in_sets += pool.size();
+    in_unmapped_sets += pool.unmapped_count();
+  });
   for (const auto& [id, pool] : pools_) {
-    in_sets += pool->small.size() + pool->large.size();
-    in_unmapped_sets += pool->small.unmapped.size() + pool->large.unmapped.size();
     std::size_t segments = 0;
     for (const auto& [ptr, segment] : segments_) segments += segment->pool->pool_id == id ? 1 : 0;
     if (segments != pool->segment_count) return "MemPool (0, " + std::to_string(id) + ") miscounts its segments";
@@ -118,8 +107,8 @@ std::string DeviceCachingAllocator::validate_locked() const {
     return "pointer map holds " + std::to_string(allocated_.size()) + " entries for " +
            std::to_string(allocated_blocks) + " allocated blocks";
   }
-  if (pending_events != events_.pending()) {
-    return "blocks wait on " + std::to_string(pending_events) + " events but " + std::to_string(events_.pending()) +
+  if (pending_events != queued_events) {
+    return "blocks wait on " + std::to_string(pending_events) + " events but " + std::to_string(queued_events) +
            " are queued";
   }
 
@@ -128,17 +117,16 @@ std::string DeviceCachingAllocator::validate_locked() const {
   expected_large.delta().apply_to(sum_counters);
   const DeviceStats sums = sum_counters.view();
   const DeviceStats stats = stats_.view();
-  static const char* pools[3] = {"all", "small_pool", "large_pool"};
   for (int k = 0; k < kNumStatKinds; ++k) {
     for (int p = 0; p < 3; ++p) {
       const Stat& have = stats.arrays[k][p];
       const std::int64_t want = sums.arrays[k][p].current;
       if (have.current != want) {
-        return std::string(kind_name(k)) + "." + pools[p] + ".current is " + std::to_string(have.current) +
+        return std::string(stat_kind_name(k)) + "." + stat_pool_name(p) + ".current is " + std::to_string(have.current) +
                " but the blocks sum to " + std::to_string(want);
       }
-      if (have.peak < have.current) return std::string(kind_name(k)) + "." + pools[p] + ".peak is below current";
-      if (have.allocated < 0 || have.freed < 0) return std::string(kind_name(k)) + "." + pools[p] + " counts below 0";
+      if (have.peak < have.current) return std::string(stat_kind_name(k)) + "." + stat_pool_name(p) + ".peak is below current";
+      if (have.allocated < 0 || have.freed < 0) return std::string(stat_kind_name(k)) + "." + stat_pool_name(p) + " counts below 0";
     }
   }
   if (stats.oversize_allocations.current != sums.oversize_allocations.current) return "oversize_allocations drifted";

@@ -1,5 +1,7 @@
 #include "device.h"
 
+#include <string>
+
 namespace cca {
 
 const char* status_name(Status s) {
@@ -11,6 +13,11 @@ const char* status_name(Status s) {
     case Status::kError: return "device error";
   }
   return "unknown status";
+}
+
+std::string device_failure(const Device& device, const std::string& what, Status s) {
+  return what + " failed on device " + std::to_string(device.index()) + ": " + status_name(s) + " (" +
+         device.last_error() + ")";
 }
 
 }  // namespace cca

@@ -1,4 +1,6 @@
-// The device contract: the dozen primitives the allocator core needs from a GPU.
+// The device contract: the primitives the allocator core needs from a GPU (memory, virtual
+// memory, streams, events), and apart from it the copy engine that only the allocator's
+// bounds-checked copy path (copies.cpp) reaches.
 // Every primitive returns a Status instead of throwing, because retry policy (release the
 // cache and try again) belongs to the allocator, not to the backend.
 #pragma once
@@ -48,12 +50,6 @@ class Device {
   virtual Status stream_query(StreamId stream) = 0;  // kOk when its work is done, kNotReady otherwise
   virtual Status device_synchronize() = 0;
 
-  // Copies and fills, queued on `stream` (the caller synchronizes before reusing host
-  // memory). `dst`/`src` ranges must lie inside one live allocation.
-  virtual Status memcpy_htod(DevicePtr dst, const void* src, std::size_t bytes, StreamId stream) = 0;
-  virtual Status memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) = 0;
-  virtual Status memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) = 0;
-
   // Virtual memory, for expandable segments: reserve an address range, back pages of it
   // with physical memory (map) and give them back (unmap), release the range. Sizes and
   // offsets are multiples of vmm_granularity(); 0 means the backend has no VMM.
@@ -72,6 +68,21 @@ class Device {
   virtual Status event_destroy(EventId event) = 0;
 };
 
+// "WHAT failed on device N: STATUS (the backend's last error)": the one wording of every
+// DeviceError.
+std::string device_failure(const Device& device, const std::string& what, Status s);
+
+// Copies and fills of one device, queued on `stream` (the caller synchronizes before
+// reusing host memory). `dst`/`src` ranges must lie inside one live allocation: only the
+// allocator, which checks that, is given a CopyEngine.
+class CopyEngine {
+ public:
+  virtual ~CopyEngine() = default;
+  virtual Status memcpy_htod(DevicePtr dst, const void* src, std::size_t bytes, StreamId stream) = 0;
+  virtual Status memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) = 0;
+  virtual Status memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) = 0;
+};
+
 // A set of devices of one backend.
 class Platform {
  public:
@@ -79,6 +90,7 @@ class Platform {
   virtual std::string backend() const = 0;  // "sim" or "cuda"
   virtual int device_count() const = 0;
   virtual Device& device(int index) = 0;
+  virtual CopyEngine& copy_engine(int index) = 0;
 };
 
 }  // namespace cca

@@ -24,7 +24,7 @@ struct Holder {
   std::function<void(StreamId)> complete;
 };
 
-void device_contract(Device& d) {
+void device_contract(Device& d, CopyEngine& c) {
   std::size_t free0 = 0, total = 0;
   CHECK(d.mem_get_info(&free0, &total) == Status::kOk);
   CHECK(total > 0 && free0 <= total);
@@ -43,13 +43,13 @@ void device_contract(Device& d) {
   // Copies move real bytes: host -> device -> host, and a fill.
   std::vector<unsigned char> out(4096), back(4096, 0);
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<unsigned char>(i * 7);
-  CHECK(d.memcpy_htod(p + 512, out.data(), out.size(), s) == Status::kOk);
+  CHECK(c.memcpy_htod(p + 512, out.data(), out.size(), s) == Status::kOk);
   CHECK(d.stream_synchronize(s) == Status::kOk);
-  CHECK(d.memcpy_dtoh(back.data(), p + 512, back.size(), s) == Status::kOk);
+  CHECK(c.memcpy_dtoh(back.data(), p + 512, back.size(), s) == Status::kOk);
   CHECK(d.stream_synchronize(s) == Status::kOk);
   CHECK(back == out);
-  CHECK(d.memset_d8(p, 0xab, 512, 0) == Status::kOk);
-  CHECK(d.memcpy_dtoh(back.data(), p, 512, 0) == Status::kOk);
+  CHECK(c.memset_d8(p, 0xab, 512, 0) == Status::kOk);
+  CHECK(c.memcpy_dtoh(back.data(), p, 512, 0) == Status::kOk);
   CHECK(d.device_synchronize() == Status::kOk);
   CHECK(back[0] == 0xab && back[511] == 0xab && back[512] == out[0]);
 
@@ -70,7 +70,7 @@ void device_contract(Device& d) {
 }
 
 // Expandable segments over the backend's VMM: map on demand, contiguous growth, unmap.
-void expandable_on(Device& d) {
+void expandable_on(Device& d, CopyEngine& c) {
   if (d.vmm_granularity() == 0) return;
   DeviceCachingAllocator a(d, AllocatorConfig::parse("expandable_segments:True"));
   DevicePtr x = a.malloc(15 * MiB, 0);
@@ -78,8 +78,8 @@ void expandable_on(Device& d) {
   CHECK_EQ(y, x + 15 * MiB);
   std::vector<unsigned char> out(1 << 20, 0x5a), back(1 << 20, 0);
   // [y + 4.5 MiB, y + 5.5 MiB) crosses from the first 20 MiB page into the second.
-  CHECK(d.memcpy_htod(y + 4 * MiB + MiB / 2, out.data(), out.size(), 0) == Status::kOk);
-  CHECK(d.memcpy_dtoh(back.data(), y + 4 * MiB + MiB / 2, back.size(), 0) == Status::kOk);
+  CHECK(c.memcpy_htod(y + 4 * MiB + MiB / 2, out.data(), out.size(), 0) == Status::kOk);
+  CHECK(c.memcpy_dtoh(back.data(), y + 4 * MiB + MiB / 2, back.size(), 0) == Status::kOk);
   CHECK(d.device_synchronize() == Status::kOk);
   CHECK(back == out);
   CHECK_EQ(a.stats().arrays[kReservedBytes][kAggregate].current, std::int64_t{40 * MiB});
@@ -90,8 +90,8 @@ void expandable_on(Device& d) {
   CHECK_VALID(a);
 }
 
-void allocator_on(Device& d, const Holder& h) {
-  expandable_on(d);
+void allocator_on(Device& d, CopyEngine& c, const Holder& h) {
+  expandable_on(d, c);
   DeviceCachingAllocator a(d, AllocatorConfig{});
   DevicePtr p = a.malloc(1000, 0);
   a.free(p);
@@ -135,9 +135,9 @@ F symbol(void* lib, const char* name) {
 
 TEST(conformance_sim) {
   SimPlatform platform(SimOptions{1, 1 * GiB});
-  device_contract(platform.device(0));
+  device_contract(platform.device(0), platform.copy_engine(0));
   SimDevice& sim = platform.sim_device(0);
-  allocator_on(platform.device(0), Holder{[&](StreamId s, bool held) { sim.hold_stream(s, held); },
+  allocator_on(platform.device(0), platform.copy_engine(0), Holder{[&](StreamId s, bool held) { sim.hold_stream(s, held); },
                                           [&](StreamId s) { sim.complete_stream(s); }});
 }
 
@@ -152,13 +152,13 @@ TEST(conformance_cuda_backend_on_fake_driver) {
   CHECK(!platform->device(0).is_simulated());
   CHECK(platform->device(0).name().find("Fake CUDA Device 0") != std::string::npos);
   CHECK_EQ(platform->cuda_device(0).compute_capability_major(), 9);
-  device_contract(platform->device(0));
+  device_contract(platform->device(0), platform->copy_engine(0));
   void* lib = dlopen(FAKE_CUDA_PATH, RTLD_NOW | RTLD_NOLOAD);
   CHECK(lib != nullptr);
   auto hold = symbol<void (*)(void*, int)>(lib, "fake_cuda_hold_stream");
   auto complete = symbol<void (*)(void*)>(lib, "fake_cuda_complete_stream");
   auto as_ptr = [](StreamId s) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(s)); };
-  allocator_on(platform->device(0), Holder{[&](StreamId s, bool held) { hold(as_ptr(s), held ? 1 : 0); },
+  allocator_on(platform->device(0), platform->copy_engine(0), Holder{[&](StreamId s, bool held) { hold(as_ptr(s), held ? 1 : 0); },
                                            [&](StreamId s) { complete(as_ptr(s)); }});
   // Driver errors reach the allocator as statuses: an injected allocation failure is an
   // OOM that the retry path absorbs; a failing event query is a DeviceError.
@@ -194,9 +194,10 @@ TEST(conformance_real_gpu) {
   auto platform = CudaPlatform::open();
   for (int i = 0; i < platform->device_count(); ++i) {
     Device& d = platform->device(i);
+    CopyEngine& c = platform->copy_engine(i);
     std::cout << "real GPU " << i << ": " << d.name() << "\n";
-    device_contract(d);
-    allocator_on(d, Holder{});
+    device_contract(d, c);
+    allocator_on(d, c, Holder{});
     // record_stream really defers reuse: a large memset on a side stream (no kernel
     // launch needed) keeps the block busy; until it finishes, a same-size request on the
     // default stream must get other memory.
@@ -206,7 +207,7 @@ TEST(conformance_real_gpu) {
     const std::size_t big = std::min<std::size_t>(free_bytes / 4, std::size_t{8} << 30);
     StreamId side = a.create_stream();
     DevicePtr q = a.malloc(big, 0);
-    CHECK(d.memset_d8(q, 1, big, side) == Status::kOk);
+    CHECK(c.memset_d8(q, 1, big, side) == Status::kOk);
     a.record_stream(q, side);
     a.free(q);
     DevicePtr r = a.malloc(big, 0);

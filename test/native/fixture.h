@@ -37,7 +37,7 @@ struct Fixture {
   explicit Fixture(std::size_t capacity = 16 * GiB, cca::AllocatorConfig cfg = {}, int devices = 1)
       : platform(cca::SimOptions{devices, capacity}) {
     for (int i = 0; i < devices; ++i) {
-      allocators.push_back(std::make_unique<cca::DeviceCachingAllocator>(platform.device(i), cfg));
+      allocators.push_back(std::make_unique<cca::DeviceCachingAllocator>(platform.device(i), cfg, &platform.copy_engine(i)));
     }
   }
   cca::DeviceCachingAllocator& a(int device = 0) { return *allocators.at(device); }

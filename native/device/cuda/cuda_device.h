@@ -13,7 +13,7 @@
 
 namespace cca {
 
-class CudaDevice final : public Device {
+class CudaDevice final : public Device, public CopyEngine {
  public:
   CudaDevice(const DriverLibrary& lib, int ordinal);
   ~CudaDevice() override;
@@ -81,6 +81,7 @@ class CudaPlatform final : public Platform {
   std::string backend() const override { return "cuda"; }
   int device_count() const override { return static_cast<int>(devices_.size()); }
   Device& device(int index) override { return *devices_.at(static_cast<std::size_t>(index)); }
+  CopyEngine& copy_engine(int index) override { return *devices_.at(static_cast<std::size_t>(index)); }
   CudaDevice& cuda_device(int index) { return *devices_.at(static_cast<std::size_t>(index)); }
 
  private:

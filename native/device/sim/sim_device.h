@@ -20,7 +20,7 @@ struct SimOptions {
   std::size_t capacity_bytes = std::size_t{16} << 30;  // per device; PyTorch tests often assume 16 GiB
 };
 
-class SimDevice final : public Device {
+class SimDevice final : public Device, public CopyEngine {
  public:
   SimDevice(int index, std::size_t capacity_bytes);
 
@@ -116,6 +116,7 @@ class SimPlatform final : public Platform {
   std::string backend() const override { return "sim"; }
   int device_count() const override { return static_cast<int>(devices_.size()); }
   Device& device(int index) override { return *devices_.at(index); }
+  CopyEngine& copy_engine(int index) override { return *devices_.at(index); }
   SimDevice& sim_device(int index) { return *devices_.at(index); }
 
  private:

@@ -1,7 +1,8 @@
 // Deferred frees across streams. A block used by other streams (record_stream) is not
 // reusable when the caller frees it: the work those streams queued may still read it.
 // One event is recorded on each such stream; the block becomes free when all complete.
-// Events are queried in FIFO order per stream, like PyTorch's process_events.
+// Events are queried in FIFO order per stream, like PyTorch's process_events. This class
+// talks to the device and keeps the queues; the blocks' event counts are the ledger's.
 #pragma once
 #include <cstddef>
 #include <deque>
@@ -22,14 +23,14 @@ class StreamEvents {
   StreamEvents(const StreamEvents&) = delete;
   StreamEvents& operator=(const StreamEvents&) = delete;
 
-  // Records an event on each stream for `block` and adds them to block->event_count.
+  // Records an event on each stream for `block`; returns how many.
   // All or nothing: on a device failure no event stays queued and DeviceError is thrown.
-  void record(Block* block, const std::vector<StreamId>& streams);
+  int record(const Block* block, const std::vector<StreamId>& streams);
 
-  // Retires completed events; calls ready(block) for each block whose last event completed.
+  // Retires completed events; calls done(block) for each, in order.
   // Throws DeviceError if a query fails; events retired before that stay retired.
   template <class F>
-  void process(F&& ready) {
+  void process(F&& done) {
     if (pending_ == 0) return;
     for (auto& [stream, queue] : queues_) {
       while (!queue.empty()) {
@@ -38,21 +39,21 @@ class StreamEvents {
         if (s == Status::kNotReady) break;
         if (s != Status::kOk) fail("cudaEventQuery", s);
         queue.pop_front();
-        retire(event, block, ready);
+        retire(event, block, done);
       }
     }
   }
 
   // Waits for every queued event, then retires it.
   template <class F>
-  void synchronize_all(F&& ready) {
+  void synchronize_all(F&& done) {
     for (auto& [stream, queue] : queues_) {
       while (!queue.empty()) {
         auto [event, block] = queue.front();
         Status s = device_.event_synchronize(event);
         if (s != Status::kOk) fail("cudaEventSynchronize", s);
         queue.pop_front();
-        retire(event, block, ready);
+        retire(event, block, done);
       }
     }
   }
@@ -61,15 +62,15 @@ class StreamEvents {
 
  private:
   template <class F>
-  void retire(EventId event, Block* block, F& ready) {
+  void retire(EventId event, const Block* block, F& done) {
     spare_events_.push_back(event);
     --pending_;
-    if (--block->event_count == 0) ready(block);
+    done(block);
   }
   [[noreturn]] void fail(const char* what, Status s) const;
 
   Device& device_;
-  std::unordered_map<StreamId, std::deque<std::pair<EventId, Block*>>> queues_;
+  std::unordered_map<StreamId, std::deque<std::pair<EventId, const Block*>>> queues_;
   std::vector<EventId> spare_events_;  // created once, reused: event creation is a driver call
   std::size_t pending_ = 0;
 };

@@ -1,4 +1,4 @@
-#include "stream_uses.h"
+#include "stream_events.h"
 
 #include <string>
 
@@ -11,12 +11,9 @@ StreamEvents::~StreamEvents() {
   for (EventId e : spare_events_) device_.event_destroy(e);
 }
 
-void StreamEvents::fail(const char* what, Status s) const {
-  throw DeviceError(std::string(what) + " failed on device " + std::to_string(device_.index()) +
-                    ": " + status_name(s) + " (" + device_.last_error() + ")");
-}
+void StreamEvents::fail(const char* what, Status s) const { throw DeviceError(device_failure(device_, what, s)); }
 
-void StreamEvents::record(Block* block, const std::vector<StreamId>& streams) {
+int StreamEvents::record(const Block* block, const std::vector<StreamId>& streams) {
   std::vector<EventId> recorded;
   recorded.reserve(streams.size());
   for (StreamId stream : streams) {
@@ -39,8 +36,8 @@ void StreamEvents::record(Block* block, const std::vector<StreamId>& streams) {
   for (std::size_t i = 0; i < streams.size(); ++i) {
     queues_[streams[i]].emplace_back(recorded[i], block);
   }
-  block->event_count += static_cast<int>(streams.size());
   pending_ += streams.size();
+  return static_cast<int>(streams.size());
 }
 
 }  // namespace cca

@@ -1,0 +1,38 @@
+// The device query and the hooks of one device's allocator: releasing what a JS
+// environment left behind, and the free-memory callbacks and OOM observers.
+#include "caching_allocator.h"
+
+namespace cca {
+
+void DeviceCachingAllocator::mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) {
+  Status s = device_.mem_get_info(free_bytes, total_bytes);
+  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaMemGetInfo", s));
+}
+
+std::size_t DeviceCachingAllocator::release_owner(std::uint32_t owner) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<const Block*> owned;
+  ledger_.for_each_allocated([&](const Block* b) {
+    if (b->owner == owner) owned.push_back(b);
+  });
+  for (const Block* b : owned) free_block(b, CallContext{});
+  check_after_operation();
+  return owned.size();
+}
+
+std::size_t DeviceCachingAllocator::live_allocation_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ledger_.allocated_count();
+}
+
+void DeviceCachingAllocator::add_free_memory_callback(std::function<bool()> callback) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_memory_callbacks_.push_back(std::move(callback));
+}
+
+void DeviceCachingAllocator::add_oom_observer(std::function<void(const OutOfMemoryInfo&)> observer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  oom_observers_.push_back(std::move(observer));
+}
+
+}  // namespace cca

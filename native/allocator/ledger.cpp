@@ -1,0 +1,115 @@
+// The ledger's bookkeeping: committing a change, recycling block objects, segments and
+// MemPools coming and going, and the history settings.
+#include "ledger.h"
+
+#include "clock.h"
+#include "state_change.h"
+
+namespace cca {
+
+Ledger::~Ledger() {
+  for (auto& entry : segments_) {
+    for (Block* b = entry.second->head; b != nullptr;) {
+      Block* next = b->next;
+      delete b;
+      b = next;
+    }
+  }
+  for (Block* b : spare_blocks_) delete b;
+}
+
+const Segment* Ledger::segment_containing(DevicePtr ptr) const {
+  for (const auto& entry : segments_) {
+    const Segment& s = *entry.second;
+    if (ptr >= s.ptr && ptr < s.ptr + s.size) return &s;
+  }
+  return nullptr;
+}
+
+void Ledger::commit(const StateChange& change) {
+  change.delta().apply_to(stats_);
+  stats_.bump(change.counter());
+  if (change.trace_count() == 0) return;
+  const std::uint64_t now = clock_ticks();
+  for (int i = 0; i < change.trace_count(); ++i) {
+    TraceEntry e = change.trace_entry(i);
+    if (history_.skip_mask & (1u << static_cast<unsigned>(e.action))) continue;
+    e.ticks = now;
+    e.seq = ++history_seq_;
+    ring_.push(e);
+  }
+}
+
+Block* Ledger::new_block() {
+  if (spare_blocks_.empty()) return new Block();
+  Block* b = spare_blocks_.back();
+  spare_blocks_.pop_back();
+  return b;
+}
+
+void Ledger::recycle(Block* block) {
+  *block = Block{};
+  spare_blocks_.push_back(block);
+}
+
+Segment& Ledger::add_segment(std::unique_ptr<Segment> segment) {
+  Segment& s = *segment;
+  if (s.pool->pool_id != 0) ++private_pool_of(s.pool->pool_id).segment_count;
+  segments_.emplace(s.ptr, std::move(segment));
+  return s;
+}
+
+// The segment goes with its one remaining block.
+void Ledger::erase_segment(Block* only_block) {
+  CCA_ASSERT(!only_block->is_split());
+  const DevicePtr key = only_block->segment->ptr;  // copied: erase destroys the segment
+  if (only_block->pool->pool_id != 0) --private_pool_of(only_block->pool->pool_id).segment_count;
+  recycle(only_block);
+  segments_.erase(key);
+}
+
+void Ledger::count(Counter c) {
+  StateChange change;
+  change.count(c);
+  commit(change);
+}
+
+void Ledger::oom(std::uint64_t device_free, std::size_t rounded, StreamId stream, std::uint32_t stack) {
+  StateChange change(tracing());
+  change.count(Counter::kOom);
+  // PyTorch's oom entry: the device's free bytes where the address would be.
+  change.trace(TraceAction::kOom, device_free, rounded, stream, trace_stack(stack), 0);
+  commit(change);
+}
+
+void Ledger::snapshot_taken(std::uint64_t active_bytes) {
+  // PyTorch records every snapshot in the history, with the device's active bytes.
+  StateChange change(tracing());
+  change.trace(TraceAction::kSnapshot, 0, active_bytes, 0, 0, 0);
+  commit(change);
+}
+
+void Ledger::free_block_searched(const BlockPool& pool) { ++own(&pool)->get_free_blocks_call_count; }
+
+void Ledger::pool_created(std::uint32_t id) { pools_.emplace(id, std::make_unique<PrivatePool>(id)); }
+
+void Ledger::pool_use_changed(std::uint32_t id, int delta) { private_pool_of(id).use_count += delta; }
+
+void Ledger::pool_erased(std::uint32_t id) {
+  CCA_ASSERT(private_pool_of(id).segment_count == 0);
+  pools_.erase(id);
+}
+
+void Ledger::set_history(const HistoryOptions& options) {
+  history_ = options;
+  history_.clear_history = false;
+  if (!options.enabled) {
+    history_.context = RecordContext::kNever;
+    ring_.clear();
+    return;
+  }
+  if (options.clear_history) ring_.clear();
+  ring_.set_max_entries(options.max_entries);
+}
+
+}  // namespace cca

@@ -1,0 +1,112 @@
+// The transitions of expandable segments (Note [Expandable segments] in
+// expandable_segments.cpp): a range reserved, pages mapped and unmapped, the range released.
+// Mapping counts only reserved_bytes and num_device_alloc; a reserved range counts nothing.
+#include "ledger.h"
+#include "state_change.h"
+
+namespace cca {
+
+const Block* Ledger::expandable_reserved(DevicePtr base, std::size_t size, std::size_t page_size,
+                                         const BlockPool& pool, StreamId stream, std::uint32_t stack) {
+  auto segment = std::make_unique<Segment>();
+  segment->ptr = base;
+  segment->size = size;
+  segment->stream = stream;
+  segment->pool = own(&pool);
+  segment->expandable = true;
+  segment->page_size = page_size;
+  segment->pages.assign(size / page_size, 0);
+  segment->stack = stack;
+  Block* block = new_block();
+  block->ptr = base;
+  block->size = size;
+  block->stream = stream;
+  block->pool = own(&pool);
+  block->segment = segment.get();
+  block->mapped = false;
+  block->expandable = true;
+  segment->head = block;
+  StateChange change;
+  change.after(*segment);
+  change.after(*block);
+  own(&pool)->insert_unmapped(block);
+  add_segment(std::move(segment));
+  commit(change);
+  return block;
+}
+
+void Ledger::pages_mapped(const Block* unmapped, const std::vector<std::uint64_t>& handles, std::uint32_t stack) {
+  Block* to_map = own(unmapped);
+  Segment& seg = *to_map->segment;
+  const std::size_t first = (to_map->ptr - seg.ptr) / seg.page_size;
+  const std::size_t mapped = handles.size() * seg.page_size;
+  CCA_ASSERT(!to_map->mapped && mapped > 0 && mapped <= to_map->size);
+  for (std::size_t i = 0; i < handles.size(); ++i) seg.pages[first + i] = handles[i];
+  StateChange change(tracing());
+  change.before(*to_map);
+  to_map->pool->erase_unmapped(to_map);
+  if (mapped < to_map->size) {
+    Block* rest = new_block();
+    seg.split_back(to_map, rest, mapped);
+    to_map->pool->insert_unmapped(rest);
+    change.after(*rest);
+  }
+  const DevicePtr mapped_at = to_map->ptr;
+  to_map->mapped = true;
+  merge_free_neighbours(to_map, change);
+  to_map->gc_stamp = to_map->pool->get_free_blocks_call_count;
+  to_map->pool->insert(to_map);
+  change.after(*to_map);
+  change.count(Counter::kDeviceAlloc);
+  change.trace(TraceAction::kSegmentMap, mapped_at, mapped, to_map->stream, trace_stack(stack), 0,
+               to_map->pool->pool_id);
+  commit(change);
+}
+
+// The bytes of the block around the unmapped pages stay mapped as free blocks of their own.
+void Ledger::pages_unmapped(const Block* freed, std::size_t first, std::size_t end) {
+  Block* block = own(freed);
+  Segment& seg = *block->segment;
+  const DevicePtr lo = seg.ptr + first * seg.page_size;
+  const DevicePtr hi = seg.ptr + end * seg.page_size;
+  CCA_ASSERT(block->state == BlockState::kFree && block->mapped && lo >= block->ptr && hi <= block->ptr + block->size);
+  for (std::size_t i = first; i < end; ++i) seg.pages[i] = 0;
+  StateChange change(tracing());
+  change.before(*block);
+  block->pool->erase(block);
+  const auto keep_free = [&](Block* b) {
+    b->gc_stamp = block->pool->get_free_blocks_call_count;
+    block->pool->insert(b);
+    change.after(*b);
+  };
+  if (lo > block->ptr) {
+    Block* below = new_block();
+    seg.split_front(block, below, lo - block->ptr);
+    keep_free(below);
+  }
+  if (hi < block->ptr + block->size) {
+    Block* above = new_block();
+    seg.split_back(block, above, hi - lo);
+    keep_free(above);
+  }
+  block->mapped = false;
+  merge_free_neighbours(block, change);
+  block->pool->insert_unmapped(block);
+  change.after(*block);
+  change.count(Counter::kDeviceFree);
+  change.trace(TraceAction::kSegmentUnmap, lo, hi - lo, block->stream, 0, 0, block->pool->pool_id);
+  commit(change);
+}
+
+void Ledger::expandable_released(const Block* released) {
+  Block* block = own(released);
+  CCA_ASSERT(!block->mapped && !block->is_split());
+  StateChange change;
+  change.before(*block);
+  change.before(*block->segment);
+  block->pool->erase_unmapped(block);
+  commit(change);
+  erase_segment(block);
+}
+
+}  // namespace cca

@@ -1,0 +1,148 @@
+// The transitions of a block's life (see ledger.h). Each records the blocks it touches
+// before and after into one StateChange and commits it.
+#include <algorithm>
+
+#include "ledger.h"
+#include "state_change.h"
+
+namespace cca {
+
+const Block* Ledger::segment_allocated(DevicePtr ptr, std::size_t size, const BlockPool& pool, StreamId stream,
+                                       bool oversize, std::uint32_t stack) {
+  auto segment = std::make_unique<Segment>();
+  segment->ptr = ptr;
+  segment->size = size;
+  segment->stream = stream;
+  segment->pool = own(&pool);
+  segment->counted_oversize = oversize;
+  segment->stack = stack;
+  Block* block = new_block();
+  block->ptr = ptr;
+  block->size = size;
+  block->stream = stream;
+  block->pool = own(&pool);
+  block->segment = segment.get();
+  segment->head = block;
+
+  StateChange change(tracing());
+  change.after(*segment);
+  change.after(*block);
+  change.count(Counter::kDeviceAlloc);
+  change.trace(TraceAction::kSegmentAlloc, ptr, size, stream, trace_stack(stack), 0, pool.pool_id);
+  add_segment(std::move(segment));
+  commit(change);
+  return block;
+}
+
+const Block* Ledger::hand_out(const Block* handed, bool in_free_set, const HandOut& h) {
+  Block* block = own(handed);
+  CCA_ASSERT(block->state == BlockState::kFree && block->mapped);
+  if (in_free_set) block->pool->erase(block);
+  StateChange change(tracing());
+  change.before(*block);
+  Block* result = block;
+  if (h.split) {
+    result = new_block();
+    block->segment->split_front(block, result, h.size);
+    block->pool->insert(block);
+    change.after(*block);
+  }
+  result->state = BlockState::kAllocated;
+  result->requested_size = static_cast<std::size_t>(h.requested);
+  result->owner = h.owner;
+  result->counted_oversize = h.oversize;
+  result->alloc_stack = h.ctx.stack;
+  result->tag = h.ctx.tag;
+  allocated_.insert(result->ptr, result);
+  change.after(*result);
+  change.trace(TraceAction::kAlloc, result->ptr, h.requested, result->stream, trace_stack(h.ctx.stack), h.ctx.tag,
+               result->pool->pool_id);
+  commit(change);
+  return result;
+}
+
+void Ledger::stream_used(const Block* block, StreamId stream) {
+  auto& uses = own(block)->stream_uses;
+  if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
+}
+
+void Ledger::stream_destroyed(StreamId stream) {
+  allocated_.for_each([stream](DevicePtr, Block* b) {
+    auto& uses = b->stream_uses;
+    uses.erase(std::remove(uses.begin(), uses.end(), stream), uses.end());
+  });
+}
+
+void Ledger::free_requested(const Block* freed, int events, CallContext ctx) {
+  Block* block = own(freed);
+  CCA_ASSERT(block->state == BlockState::kAllocated && block->event_count == 0);
+  block->stream_uses.clear();
+  allocated_.erase(block->ptr);
+  // With context "all" a free carries the stack of the free site, else the allocation's.
+  const std::uint32_t stack = trace_stack(history_.context == RecordContext::kAll ? ctx.stack : block->alloc_stack);
+  StateChange change(tracing());
+  change.before(*block);
+  change.trace(TraceAction::kFreeRequested, block->ptr, block->requested_size, block->stream, stack, block->tag,
+               block->pool->pool_id);
+  block->state = BlockState::kPendingFree;
+  block->event_count = events;
+  if (events == 0) {
+    // Nothing to wait for: complete the free in the same commit. "Free requested" and
+    // "free completed" touch disjoint stats, so the result equals two commits.
+    complete_free(block, change, stack);
+  } else {
+    change.after(*block);
+  }
+  commit(change);
+}
+
+void Ledger::event_completed(const Block* waiting) {
+  Block* block = own(waiting);
+  CCA_ASSERT(block->state == BlockState::kPendingFree && block->event_count > 0);
+  if (--block->event_count > 0) return;
+  StateChange change(tracing());
+  change.before(*block);
+  complete_free(block, change, trace_stack(block->alloc_stack));
+  commit(change);
+}
+
+// A pending block becomes free: merged with free neighbours and put back in its pool.
+void Ledger::complete_free(Block* block, StateChange& change, std::uint32_t stack) {
+  change.trace(TraceAction::kFreeCompleted, block->ptr, block->requested_size, block->stream, stack, block->tag,
+               block->pool->pool_id);
+  merge_free_neighbours(block, change);
+  block->state = BlockState::kFree;
+  block->gc_stamp = block->pool->get_free_blocks_call_count;
+  block->pool->insert(block);
+  change.after(*block);
+}
+
+void Ledger::merge_free_neighbours(Block* block, StateChange& change) {
+  for (Block* neighbour : {block->prev.get(), block->next.get()}) {
+    if (neighbour == nullptr || neighbour->state != BlockState::kFree || neighbour->mapped != block->mapped) continue;
+    change.before(*neighbour);
+    if (neighbour->mapped) {
+      neighbour->pool->erase(neighbour);
+    } else {
+      neighbour->pool->erase_unmapped(neighbour);
+    }
+    block->segment->absorb(block, neighbour);
+    recycle(neighbour);
+  }
+}
+
+void Ledger::segment_released(const Block* released) {
+  Block* block = own(released);
+  CCA_ASSERT(block->state == BlockState::kFree && !block->is_split() && !block->expandable);
+  const Segment& segment = *block->segment;
+  StateChange change(tracing());
+  change.before(*block);
+  change.before(segment);
+  change.count(Counter::kDeviceFree);
+  change.trace(TraceAction::kSegmentFree, segment.ptr, segment.size, segment.stream, 0, 0, block->pool->pool_id);
+  block->pool->erase(block);
+  commit(change);
+  erase_segment(block);
+}
+
+}  // namespace cca
