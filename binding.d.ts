@@ -100,6 +100,8 @@ export interface NativeBinding {
   setHistory(enabled: boolean, context: number, maxEntries: number, skipMask: number, clearHistory: boolean): void;
   snapshot(device: number, poolFilter: number, includeTraces: boolean): SnapshotParts;
   referencedStacks(): Uint32Array;
+  /** The field names of each snapshot record, in order (native/binding/snapshot_records.h). */
+  snapshotLayout(): { segment: string[]; block: string[]; trace: string[] };
   traceActionNames(): string[];
   /** How many clock converters were built (the fast snapshot path builds none). */
   clockBuilds(): number;

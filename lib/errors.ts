@@ -42,33 +42,17 @@ export interface OutOfMemoryDetails {
 }
 
 /** `ERR_CUDA_OUT_OF_MEMORY`: even after releasing the cache, the device had no room. */
-export class CudaOutOfMemoryError extends AllocatorError implements OutOfMemoryDetails {
-  readonly device: number;
-  readonly requested: number;
-  readonly allocSize: number;
-  readonly deviceFree: number;
-  readonly deviceTotal: number;
-  readonly allowed: number;
-  readonly allocated: number;
-  readonly reserved: number;
-  readonly cachedFree: number;
-  readonly freeBlocks: number;
-  readonly largestFreeBlock: number;
+// The class carries every field of OutOfMemoryDetails (declared by the interface of the same
+// name below, copied from the addon's list in the constructor): the field list lives once
+// in native/allocator/errors.h and once in OutOfMemoryDetails, and a test compares the two.
+export class CudaOutOfMemoryError extends AllocatorError {
   constructor(message: string, details: OutOfMemoryDetails) {
     super(message, 'ERR_CUDA_OUT_OF_MEMORY');
-    this.device = details.device;
-    this.requested = details.requested;
-    this.allocSize = details.allocSize;
-    this.deviceFree = details.deviceFree;
-    this.deviceTotal = details.deviceTotal;
-    this.allowed = details.allowed;
-    this.allocated = details.allocated;
-    this.reserved = details.reserved;
-    this.cachedFree = details.cachedFree;
-    this.freeBlocks = details.freeBlocks;
-    this.largestFreeBlock = details.largestFreeBlock;
+    Object.assign(this, details);
   }
 }
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type, @typescript-eslint/no-unsafe-declaration-merging
+export interface CudaOutOfMemoryError extends Readonly<OutOfMemoryDetails> {}
 
 /** `ERR_CCA_INVALID_POINTER`: a foreign pointer, an interior pointer or a double free. */
 export class InvalidPointerError extends AllocatorError {

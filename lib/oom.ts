@@ -1,17 +1,12 @@
 // Out-of-memory hooks, public and safe to register before the first allocation: callbacks
 // get the numbers, and a snapshot can be written automatically at the moment of the OOM.
-import type { CudaOutOfMemoryError } from './errors.js';
+import type { CudaOutOfMemoryError, OutOfMemoryDetails } from './errors.js';
 import { checkString, typeError } from './validate.js';
 import { fullSnapshot } from './snapshot/build.js';
 import { writeSnapshotFile } from './snapshot/dump.js';
 
-export interface OutOfMemoryEvent {
-  device: number;
-  requested: number;
-  deviceFree: number;
-  deviceTotal: number;
-  allocated: number;
-  reserved: number;
+/** The error's numbers (OutOfMemoryDetails), and the error itself. */
+export interface OutOfMemoryEvent extends OutOfMemoryDetails {
   error: CudaOutOfMemoryError;
 }
 
@@ -39,15 +34,9 @@ export function dumpSnapshotOnOutOfMemory(path: string | null): void {
 
 /** @internal Called by cuda.alloc before rethrowing. Hooks never replace the OOM error. */
 export function notifyOutOfMemory(error: CudaOutOfMemoryError): void {
-  const event: OutOfMemoryEvent = {
-    device: error.device,
-    requested: error.requested,
-    deviceFree: error.deviceFree,
-    deviceTotal: error.deviceTotal,
-    allocated: error.allocated,
-    reserved: error.reserved,
-    error,
-  };
+  // The error's own enumerable fields are its numbers, its code and its name.
+  const { code: _code, name: _name, ...numbers } = error as CudaOutOfMemoryError & { code: string; name: string };
+  const event: OutOfMemoryEvent = { ...(numbers as OutOfMemoryDetails), error };
   for (const cb of callbacks) {
     try {
       cb(event);

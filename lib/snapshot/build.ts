@@ -1,5 +1,5 @@
-// Builds snapshot dicts from the native parts (fixed-width Float64Array records; see
-// binding.d.ts). memory_snapshot({ includeTraces: false }) reads no trace entry and builds
+// Builds snapshot dicts from the native parts (fixed-width Float64Array records, each field
+// where layout.ts finds it). memory_snapshot({ includeTraces: false }) reads no trace entry and builds
 // no clock converter: its cost depends only on segments and blocks.
 import { native } from '../native.js';
 import { deviceCount } from '../device.js';
@@ -8,12 +8,10 @@ import { capture } from '../history/record.js';
 import { annotations } from '../history/annotations.js';
 import { tuple } from './tuple.js';
 import { LazyList } from './lazy-list.js';
+import { BLK, SEG, TRC } from './layout.js';
 import type { Block, BlockState, Segment, Snapshot, TraceAction, TraceEntry } from './types.js';
 
 const STATES: BlockState[] = ['inactive', 'active_allocated', 'active_pending_free'];
-const SEG = 12;
-const BLK = 6;
-const TRC = 9;
 let actions: TraceAction[] | undefined;
 
 // One tuple per pool id, shared by every segment and entry of that pool (frozen, since it
@@ -30,55 +28,59 @@ function poolTuple(pool: number): number[] {
 }
 
 function decodeSegments(device: number, segs: Float64Array, blocks: Float64Array, out: Segment[]): void {
-  for (let i = 0; i < segs.length; i += SEG) {
-    const first = segs[i + 10]!;
-    const count = segs[i + 11]!;
+  for (let i = 0; i < segs.length; i += SEG.width) {
+    const first = segs[i + SEG.first_block]!;
+    const count = segs[i + SEG.block_count]!;
     const bl: Block[] = new Array(count);
     for (let j = 0; j < count; j++) {
-      const o = (first + j) * BLK;
+      const o = (first + j) * BLK.width;
       const b: Block = {
-        address: blocks[o]!,
-        size: blocks[o + 1]!,
-        requested_size: blocks[o + 2]!,
-        state: STATES[blocks[o + 3]!]!,
-        frames: stacks.frames(blocks[o + 4]!),
+        address: blocks[o + BLK.address]!,
+        size: blocks[o + BLK.size]!,
+        requested_size: blocks[o + BLK.requested_size]!,
+        state: STATES[blocks[o + BLK.state]!]!,
+        frames: stacks.frames(blocks[o + BLK.stack]!),
       };
-      const tag = blocks[o + 5]!;
+      const tag = blocks[o + BLK.tag]!;
       if (tag) b.user_metadata = tags.name(tag);
       bl[j] = b;
     }
     out.push({
       device,
-      address: segs[i]!,
-      total_size: segs[i + 1]!,
-      allocated_size: segs[i + 2]!,
-      active_size: segs[i + 3]!,
-      requested_size: segs[i + 4]!,
-      stream: segs[i + 5]!,
-      segment_type: segs[i + 6] ? 'small' : 'large',
-      segment_pool_id: poolTuple(segs[i + 8]!),
-      is_expandable: segs[i + 7] === 1,
-      frames: stacks.frames(segs[i + 9]!),
+      address: segs[i + SEG.address]!,
+      total_size: segs[i + SEG.total_size]!,
+      allocated_size: segs[i + SEG.allocated_size]!,
+      active_size: segs[i + SEG.active_size]!,
+      requested_size: segs[i + SEG.requested_size]!,
+      stream: segs[i + SEG.stream]!,
+      segment_type: segs[i + SEG.is_small] ? 'small' : 'large',
+      segment_pool_id: poolTuple(segs[i + SEG.pool]!),
+      is_expandable: segs[i + SEG.is_expandable] === 1,
+      frames: stacks.frames(segs[i + SEG.stack]!),
       blocks: bl,
     });
   }
 }
 
 // Entries [start, end) of the native trace records.
-function decodeTraces(t: Float64Array, start = 0, end = t.length / TRC): TraceEntry[] {
+function decodeTraces(t: Float64Array, start = 0, end = t.length / TRC.width): TraceEntry[] {
   actions ??= native.traceActionNames() as TraceAction[];
   const withFrames = capture.level >= 2;
   const out: TraceEntry[] = new Array(end - start);
-  for (let i = start * TRC, k = 0; k < out.length; i += TRC, k++) {
-    const action = actions[t[i]!]!;
-    const tag = t[i + 6]!;
-    const stack = t[i + 5]!;
+  for (let i = start * TRC.width, k = 0; k < out.length; i += TRC.width, k++) {
+    const action = actions[t[i + TRC.action]!]!;
+    const tag = t[i + TRC.tag]!;
+    const stack = t[i + TRC.stack]!;
+    const size = t[i + TRC.size]!;
+    const stream = t[i + TRC.stream]!;
+    const time_us = t[i + TRC.time_us]!;
+    const user_metadata = tag ? tags.name(tag) : '';
+    const pool_id = poolTuple(t[i + TRC.pool]!);
+    const seq = t[i + TRC.seq]!;
     // Each entry is built in one literal so V8 gives them all one shape.
     const e: TraceEntry = action === 'oom'
-      ? { action, device_free: t[i + 1]!, size: t[i + 2]!, stream: t[i + 3]!, time_us: t[i + 4]!, compile_context: 'N/A',
-          user_metadata: tag ? tags.name(tag) : '', pool_id: poolTuple(t[i + 7]!), seq: t[i + 8]! }
-      : { action, addr: t[i + 1]!, size: t[i + 2]!, stream: t[i + 3]!, time_us: t[i + 4]!, compile_context: 'N/A',
-          user_metadata: tag ? tags.name(tag) : '', pool_id: poolTuple(t[i + 7]!), seq: t[i + 8]! };
+      ? { action, device_free: t[i + TRC.addr]!, size, stream, time_us, compile_context: 'N/A', user_metadata, pool_id, seq }
+      : { action, addr: t[i + TRC.addr]!, size, stream, time_us, compile_context: 'N/A', user_metadata, pool_id, seq };
     if (withFrames || stack) e.frames = stacks.frames(stack);
     out[k] = e;
   }
@@ -124,7 +126,7 @@ export function fullSnapshot(options: SnapshotOptions = {}): Snapshot {
     if (!t) {
       device_traces.push([]);
     } else if (options.lazyTraces) {
-      device_traces.push(new LazyList(t.length / TRC, (a, b) => decodeTraces(t, a, b)) as unknown as TraceEntry[]);
+      device_traces.push(new LazyList(t.length / TRC.width, (a, b) => decodeTraces(t, a, b)) as unknown as TraceEntry[]);
     } else {
       device_traces.push(decodeTraces(t));
     }

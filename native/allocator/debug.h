@@ -1,7 +1,10 @@
-// Internal assertions, by level (CMake option CCA_DEBUG, 0-3; the sanitizer build uses 3):
-//   CCA_ASSERT            level >= 1: cheap checks of our own invariants
-//   CCA_ASSERT_EXPENSIVE  level >= 3: the full validator after every mutating call
-// These catch our bugs, never user errors: user errors are exceptions with codes.
+// Internal checks, by level (CMake option CCA_DEBUG; the sanitizer build uses 3):
+//   0  none (releases)
+//   1  CCA_ASSERT: cheap checks inside the ledger's transitions and the segment's list
+//      operations (a block in the state the transition expects, one pool per change, ...)
+//   3  also the full validator (Ledger::validate) after every mutating call
+// Level 2 adds nothing over 1. These catch our bugs, never user errors: user errors are
+// exceptions with codes.
 #pragma once
 #include <cstdio>
 #include <cstdlib>

@@ -41,22 +41,36 @@ class DeviceError : public AllocatorError {
       : AllocatorError("ERR_CCA_DEVICE", message) {}
 };
 
+// The numbers of an out-of-memory error, described once: X(member, JS name). Every field
+// is a byte count but `device`. The struct below and the binding's JS object (and through
+// it lib/errors.ts's OutOfMemoryDetails, checked by test/snapshot-layout.test.ts) expand
+// from this list.
+//   requested: the caller's size; alloc_size: the segment size asked of the device;
+//   device_free/device_total: what the device reported; allowed: the memory-fraction
+//   limit, 0 when none is set; allocated/reserved: allocated_bytes and reserved_bytes
+//   .all.current; cached_free, free_blocks, largest_free_block: the cache after it was
+//   released (what is left free sits in segments that also hold live blocks, so a request
+//   above the largest free block needs new device memory however much is free in total:
+//   that gap is fragmentation).
+#define CCA_OOM_FIELDS(X)                 \
+  X(device, "device")                     \
+  X(requested, "requested")               \
+  X(alloc_size, "allocSize")              \
+  X(device_free, "deviceFree")            \
+  X(device_total, "deviceTotal")          \
+  X(allowed, "allowed")                   \
+  X(allocated, "allocated")               \
+  X(reserved, "reserved")                 \
+  X(cached_free, "cachedFree")            \
+  X(free_blocks, "freeBlocks")            \
+  X(largest_free_block, "largestFreeBlock")
+
 struct OutOfMemoryInfo {
-  int device = 0;
-  std::uint64_t requested = 0;      // the caller's size in bytes
-  std::uint64_t alloc_size = 0;     // the segment size asked of the device
-  std::uint64_t device_free = 0;    // what the device reported free
-  std::uint64_t device_total = 0;   // the device's capacity
-  std::uint64_t allowed = 0;        // the memory-fraction limit, 0 when none is set
-  std::uint64_t allocated = 0;      // allocated_bytes.all.current
-  std::uint64_t reserved = 0;       // reserved_bytes.all.current
-  // The cache after it was released: what is left free sits in segments that also hold
-  // live blocks. A request above the largest free block needs new device memory however
-  // much is free in total: that gap is fragmentation.
-  std::uint64_t cached_free = 0;    // bytes in free (mapped) blocks
-  std::uint64_t free_blocks = 0;
-  std::uint64_t largest_free_block = 0;
+#define CCA_OOM_MEMBER(member, js_name) std::uint64_t member = 0;
+  CCA_OOM_FIELDS(CCA_OOM_MEMBER)
+#undef CCA_OOM_MEMBER
 };
+
 
 class OutOfMemoryError : public AllocatorError {
  public:

@@ -46,17 +46,9 @@ void throw_js(Napi::Env env, const AllocatorError& e) {
   if (auto* oom = dynamic_cast<const OutOfMemoryError*>(&e)) {
     kind = "oom";
     const OutOfMemoryInfo& i = oom->info();
-    fields.Set("device", static_cast<double>(i.device));
-    fields.Set("requested", static_cast<double>(i.requested));
-    fields.Set("allocSize", static_cast<double>(i.alloc_size));
-    fields.Set("deviceFree", static_cast<double>(i.device_free));
-    fields.Set("deviceTotal", static_cast<double>(i.device_total));
-    fields.Set("allowed", static_cast<double>(i.allowed));
-    fields.Set("allocated", static_cast<double>(i.allocated));
-    fields.Set("reserved", static_cast<double>(i.reserved));
-    fields.Set("cachedFree", static_cast<double>(i.cached_free));
-    fields.Set("freeBlocks", static_cast<double>(i.free_blocks));
-    fields.Set("largestFreeBlock", static_cast<double>(i.largest_free_block));
+#define CCA_OOM_SET(member, js_name) fields.Set(js_name, static_cast<double>(i.member));
+    CCA_OOM_FIELDS(CCA_OOM_SET)
+#undef CCA_OOM_SET
   } else if (dynamic_cast<const InvalidPointerError*>(&e)) {
     kind = "pointer";
   } else if (dynamic_cast<const InvalidArgumentError*>(&e)) {

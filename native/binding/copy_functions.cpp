@@ -4,7 +4,6 @@
 // cannot reach memory it does not own either.
 #include "copy_functions.h"
 
-#include "../device/cuda/cuda_device.h"
 #include "addon_state.h"
 #include "args.h"
 #include "runtime_holder.h"
@@ -62,27 +61,12 @@ Napi::Value Fill(const Napi::CallbackInfo& info) {
   });
 }
 
-// cudaProbe() -> { available, reason, deviceCount, driverVersion, path }, without
-// switching backends.
-Napi::Value CudaProbeFn(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  CudaProbe p = probe_cuda();
-  Napi::Object o = Napi::Object::New(env);
-  o.Set("available", p.available);
-  o.Set("reason", p.reason);
-  o.Set("deviceCount", p.device_count);
-  o.Set("driverVersion", p.driver_version);
-  o.Set("path", DriverLibrary::instance().path());
-  return o;
-}
-
 }  // namespace
 
 void register_copy_functions(Napi::Env env, Napi::Object exports) {
   exports.Set("copyHtoD", Napi::Function::New(env, CopyHtoD, "copyHtoD"));
   exports.Set("copyDtoH", Napi::Function::New(env, CopyDtoH, "copyDtoH"));
   exports.Set("fill", Napi::Function::New(env, Fill, "fill"));
-  exports.Set("cudaProbe", Napi::Function::New(env, CudaProbeFn, "cudaProbe"));
 }
 
 }  // namespace cca::binding

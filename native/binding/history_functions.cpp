@@ -7,14 +7,12 @@
 #include "addon_state.h"
 #include "args.h"
 #include "runtime_holder.h"
+#include "snapshot_records.h"
 
 namespace cca::binding {
 
 namespace {
 
-constexpr std::size_t kSegmentFields = 12;  // see binding.d.ts: SnapshotParts
-constexpr std::size_t kBlockFields = 6;
-constexpr std::size_t kTraceFields = 9;
 
 // setHistory(enabled, context, maxEntries, skipMask, clearHistory): every device, as in PyTorch.
 Napi::Value SetHistory(const Napi::CallbackInfo& info) {
@@ -50,30 +48,10 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
 
     Napi::Float64Array segs = Napi::Float64Array::New(env, snap.segments.size() * kSegmentFields);
     double* s = segs.Data();
-    for (const SnapshotSegment& g : snap.segments) {
-      *s++ = static_cast<double>(g.address);
-      *s++ = static_cast<double>(g.total_size);
-      *s++ = static_cast<double>(g.allocated_size);
-      *s++ = static_cast<double>(g.active_size);
-      *s++ = static_cast<double>(g.requested_size);
-      *s++ = static_cast<double>(g.stream);
-      *s++ = g.is_small ? 1 : 0;
-      *s++ = g.is_expandable ? 1 : 0;
-      *s++ = g.pool;
-      *s++ = g.stack;
-      *s++ = static_cast<double>(g.first_block);
-      *s++ = static_cast<double>(g.block_count);
-    }
+    for (const SnapshotSegment& g : snap.segments) s = write_record(g, s);
     Napi::Float64Array blocks = Napi::Float64Array::New(env, snap.blocks.size() * kBlockFields);
     double* b = blocks.Data();
-    for (const SnapshotBlock& k : snap.blocks) {
-      *b++ = static_cast<double>(k.address);
-      *b++ = static_cast<double>(k.size);
-      *b++ = static_cast<double>(k.requested_size);
-      *b++ = static_cast<double>(static_cast<int>(k.state));
-      *b++ = k.stack;
-      *b++ = k.tag;
-    }
+    for (const SnapshotBlock& k : snap.blocks) b = write_record(k, b);
     Napi::Object out = Napi::Object::New(env);
     out.Set("device", device);
     out.Set("segments", segs);
@@ -85,17 +63,7 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
       const TickConverter conv = process_clock().converter();
       Napi::Float64Array traces = Napi::Float64Array::New(env, snap.traces.size() * kTraceFields);
       double* t = traces.Data();
-      for (const TraceEntry& e : snap.traces) {
-        *t++ = static_cast<double>(static_cast<int>(e.action));
-        *t++ = static_cast<double>(e.addr);
-        *t++ = static_cast<double>(e.size);
-        *t++ = static_cast<double>(e.stream);
-        *t++ = static_cast<double>(static_cast<std::int64_t>(conv.to_unix_us(e.ticks)));
-        *t++ = e.stack;
-        *t++ = e.tag;
-        *t++ = e.pool;
-        *t++ = static_cast<double>(e.seq);  // exact below 2^53: ~285 years at 1e6 events/s
-      }
+      for (const TraceEntry& e : snap.traces) t = write_record(e, conv, t);
       out.Set("traces", traces);
     }
     return out;
@@ -115,6 +83,21 @@ Napi::Value ReferencedStacks(const Napi::CallbackInfo& info) {
     std::copy(all.begin(), all.end(), out.Data());
     return out;
   });
+}
+
+// snapshotLayout() -> { segment, block, trace }: each record's field names in order.
+Napi::Value SnapshotLayout(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const auto names = [&](const char* const* list, std::size_t n) {
+    Napi::Array out = Napi::Array::New(env, n);
+    for (std::size_t i = 0; i < n; ++i) out.Set(static_cast<uint32_t>(i), list[i]);
+    return out;
+  };
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("segment", names(kSegmentFieldNames, kSegmentFields));
+  out.Set("block", names(kBlockFieldNames, kBlockFields));
+  out.Set("trace", names(kTraceFieldNames, kTraceFields));
+  return out;
 }
 
 Napi::Value TraceActionNames(const Napi::CallbackInfo& info) {
@@ -168,6 +151,7 @@ void register_history_functions(Napi::Env env, Napi::Object exports) {
   exports.Set("setHistory", Napi::Function::New(env, SetHistory, "setHistory"));
   exports.Set("snapshot", Napi::Function::New(env, Snapshot, "snapshot"));
   exports.Set("referencedStacks", Napi::Function::New(env, ReferencedStacks, "referencedStacks"));
+  exports.Set("snapshotLayout", Napi::Function::New(env, SnapshotLayout, "snapshotLayout"));
   exports.Set("traceActionNames", Napi::Function::New(env, TraceActionNames, "traceActionNames"));
   exports.Set("clockBuilds", Napi::Function::New(env, ClockBuilds, "clockBuilds"));
   exports.Set("clockTicks", Napi::Function::New(env, ClockTicks, "clockTicks"));

@@ -1,6 +1,8 @@
 // Devices and the backend: which one runs, why, and the simulator's controls.
 #include "runtime_functions.h"
 
+#include "../device/cuda/cuda_device.h"
+
 #include <utility>
 
 #include "addon_state.h"
@@ -122,9 +124,24 @@ Napi::Value SimState(const Napi::CallbackInfo& info) {
   });
 }
 
+// cudaProbe() -> { available, reason, deviceCount, driverVersion, path }, without
+// switching backends.
+Napi::Value CudaProbeFn(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  CudaProbe p = probe_cuda();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("available", p.available);
+  o.Set("reason", p.reason);
+  o.Set("deviceCount", p.device_count);
+  o.Set("driverVersion", p.driver_version);
+  o.Set("path", DriverLibrary::instance().path());
+  return o;
+}
+
 }  // namespace
 
 void register_runtime_functions(Napi::Env env, Napi::Object exports) {
+  exports.Set("cudaProbe", Napi::Function::New(env, CudaProbeFn, "cudaProbe"));
   exports.Set("setErrorFactory", Napi::Function::New(env, SetErrorFactory, "setErrorFactory"));
   exports.Set("runtimeInfo", Napi::Function::New(env, RuntimeInfo, "runtimeInfo"));
   exports.Set("deviceInfo", Napi::Function::New(env, DeviceInfo, "deviceInfo"));
