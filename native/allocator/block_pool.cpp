@@ -58,16 +58,6 @@ std::vector<const Block*> BlockPool::in_order() const {
   return merged;
 }
 
-const Block* BlockPool::first_at_least(StreamId stream, std::size_t size) const {
-  if (SizeBins::binned(size)) {
-    if (const SizeBins* bins = find_bins(stream)) {
-      if (const Block* b = bins->first_at_least(size)) return b;
-    }
-  }
-  auto it = tree_.lower_bound(FreeKey{stream, size, 0, nullptr});
-  return it == tree_.end() || it->stream != stream ? nullptr : it->block;
-}
-
 const Block* BlockPool::next_after(const Block* block) const {
   if (SizeBins::binned(block->size)) {
     if (const Block* b = find_bins(block->stream)->next_after(block)) return b;

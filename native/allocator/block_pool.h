@@ -54,7 +54,15 @@ class BlockPool {
   // The first free block of `stream` in (size, address) order with at least `size` bytes,
   // and the one after a given block: the search that the best-fit rules (size_policy.h)
   // walk. Both leave the block in place.
-  const Block* first_at_least(StreamId stream, std::size_t size) const;
+  const Block* first_at_least(StreamId stream, std::size_t size) const {
+    if (SizeBins::binned(size)) {
+      if (const SizeBins* bins = find_bins(stream)) {
+        if (const Block* b = bins->first_at_least(size)) return b;
+      }
+    }
+    auto it = tree_.lower_bound(FreeKey{stream, size, 0, nullptr});
+    return it == tree_.end() || it->stream != stream ? nullptr : it->block;
+  }
   const Block* next_after(const Block* block) const;
   // A block's stream, size and address must not change while it is in the pool.
   void insert(Block* block) {

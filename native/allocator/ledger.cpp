@@ -26,17 +26,15 @@ const Segment* Ledger::segment_containing(DevicePtr ptr) const {
   return nullptr;
 }
 
-void Ledger::commit(const StateChange& change) {
-  change.delta().apply_to(stats_);
-  stats_.bump(change.counter());
-  if (change.trace_count() == 0) return;
+void Ledger::record_traces(const StateChange& change) {
   const std::uint64_t now = clock_ticks();
   for (int i = 0; i < change.trace_count(); ++i) {
-    TraceEntry e = change.trace_entry(i);
+    const TraceEntry& e = change.trace_entry(i);
     if (history_.skip_mask & (1u << static_cast<unsigned>(e.action))) continue;
-    e.ticks = now;
-    e.seq = ++history_seq_;
-    ring_.push(e);
+    TraceEntry& slot = ring_.append();
+    slot = e;
+    slot.ticks = now;
+    slot.seq = ++history_seq_;
   }
 }
 

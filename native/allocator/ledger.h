@@ -27,12 +27,11 @@
 #include "history_options.h"
 #include "pointer_map.h"
 #include "segment.h"
+#include "state_change.h"
 #include "stats.h"
 #include "trace_ring.h"
 
 namespace cca {
-
-class StateChange;
 
 // How a free block is handed to a request, as the policy (size_policy.h) decided it.
 struct HandOut {
@@ -155,7 +154,13 @@ class Ledger {
   static Block* own(const Block* b) { return const_cast<Block*>(b); }
   static BlockPool* own(const BlockPool* p) { return const_cast<BlockPool*>(p); }
 
-  void commit(const StateChange& change);
+  // Inline: every transition ends here, and with history off it is the stat update alone.
+  void commit(const StateChange& change) {
+    change.delta().apply_to(stats_);
+    if (change.counter() != Counter::kNone) stats_.bump(change.counter());
+    if (change.trace_count() != 0) record_traces(change);
+  }
+  void record_traces(const StateChange& change);
   bool tracing() const { return history_.enabled; }
   // The stack a trace entry carries under the current context level.
   std::uint32_t trace_stack(std::uint32_t stack) const {

@@ -29,7 +29,7 @@ struct Segment {
   // Gives `front` the first `bytes` of `at` and links it just before `at`, which keeps the
   // rest. `front` is a fresh block: it takes at's stream, pool, segment and mapping.
   void split_front(Block* at, Block* front, std::size_t bytes) {
-    CCA_ASSERT(bytes > 0 && bytes < at->size && at->segment == this);
+    CCA_ASSERT(bytes > 0 && bytes < at->size && at->segment.get() == this);
     adopt(at, front);
     front->ptr = at->ptr;
     front->size = bytes;
@@ -47,7 +47,7 @@ struct Segment {
 
   // Gives `back` the bytes of `at` past its first `keep` and links it just after `at`.
   void split_back(Block* at, Block* back, std::size_t keep) {
-    CCA_ASSERT(keep > 0 && keep < at->size && at->segment == this);
+    CCA_ASSERT(keep > 0 && keep < at->size && at->segment.get() == this);
     adopt(at, back);
     back->ptr = at->ptr + keep;
     back->size = at->size - keep;

@@ -44,27 +44,22 @@ bool should_split(std::size_t block_size, std::size_t rounded, bool small_pool,
   return !is_oversize(rounded, cfg) && remaining > kSmallSize;
 }
 
-const Block* best_cached_block(const BlockPool& pool, StreamId stream, std::size_t rounded, const AllocatorConfig& cfg) {
-  const Block* found = pool.first_at_least(stream, rounded);
-  if (found == nullptr) return nullptr;
-  if (found->expandable) {
-    if (cfg.expandable_segments) {
-      auto expandable_size = [](const Block* b) {
-        return b->size + (b->next != nullptr && !b->next->mapped ? b->next->size : 0);
-      };
-      const Block* next = pool.next_after(found);
-      while (found->expandable && next != nullptr && expandable_size(next) < expandable_size(found)) {
-        found = next;
-        next = pool.next_after(found);
-      }
-    } else {
-      do {
-        found = pool.next_after(found);
-      } while (found != nullptr && found->expandable);
-      if (found == nullptr) return nullptr;
+const Block* best_expandable_fit(const BlockPool& pool, const Block* found, const AllocatorConfig& cfg) {
+  if (cfg.expandable_segments) {
+    auto expandable_size = [](const Block* b) {
+      return b->size + (b->next != nullptr && !b->next->mapped ? b->next->size : 0);
+    };
+    const Block* next = pool.next_after(found);
+    while (found->expandable && next != nullptr && expandable_size(next) < expandable_size(found)) {
+      found = next;
+      next = pool.next_after(found);
     }
+    return found;
   }
-  return oversize_rules_allow(rounded, found->size, cfg) ? found : nullptr;
+  do {
+    found = pool.next_after(found);
+  } while (found != nullptr && found->expandable);
+  return found;
 }
 
 }  // namespace cca

@@ -57,6 +57,13 @@ bool should_split(std::size_t block_size, std::size_t rounded, bool small_pool, 
 // followed by unmapped space counts that space as part of its size, and a block that cannot
 // grow is preferred (why: the unmapped space stays for large requests); with them off,
 // expandable blocks are skipped.
-const Block* best_cached_block(const BlockPool& pool, StreamId stream, std::size_t rounded, const AllocatorConfig& cfg);
+// (Inline: this is the cached alloc's search; the expandable walk is out of line.)
+const Block* best_expandable_fit(const BlockPool& pool, const Block* first, const AllocatorConfig& cfg);
+inline const Block* best_cached_block(const BlockPool& pool, StreamId stream, std::size_t rounded,
+                                      const AllocatorConfig& cfg) {
+  const Block* found = pool.first_at_least(stream, rounded);
+  if (found != nullptr && found->expandable) found = best_expandable_fit(pool, found, cfg);
+  return found != nullptr && oversize_rules_allow(rounded, found->size, cfg) ? found : nullptr;
+}
 
 }  // namespace cca

@@ -26,8 +26,8 @@ class StateChange {
     e.stack = stack;
     e.tag = tag;
     e.pool = pool;
-    e.ticks = 0;
-    e.seq = 0;
+    // ticks and seq are left for Ledger::record_traces, which sets both before the entry
+    // reaches the ring.
   }
   int trace_count() const { return count_; }
   const TraceEntry& trace_entry(int i) const { return entries_[i]; }

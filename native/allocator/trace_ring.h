@@ -24,8 +24,8 @@ enum class TraceAction : std::uint8_t {
 const char* trace_action_name(TraceAction action);
 
 // 56 bytes, no pointers: recording is a few stores. No member initializers, so a
-// transition's scratch entries cost nothing when history is off; every writer sets every
-// field.
+// transition's scratch entries cost nothing when history is off; an entry reaches the ring
+// only through Ledger::record_traces, with every field set.
 struct TraceEntry {
   std::uint64_t addr;    // for kOom: the device's free bytes
   std::uint64_t size;    // alloc: the caller's size; free_*: requested size; segment_*: its size;
@@ -46,14 +46,13 @@ class TraceRing {
   // At least 1. Shrinking keeps the newest entries.
   void set_max_entries(std::size_t n);
   std::size_t max_entries() const { return max_; }
-  void push(const TraceEntry& e) {
-    if (entries_.size() < max_) {
-      entries_.push_back(e);
-    } else {
-      entries_[next_] = e;
-      next_ = next_ + 1 == max_ ? 0 : next_ + 1;
-      overflowed_ = true;
-    }
+  // The slot of a new newest entry, for the caller to fill (no copy through a temporary).
+  TraceEntry& append() {
+    if (entries_.size() < max_) return entries_.emplace_back();
+    TraceEntry& slot = entries_[next_];
+    next_ = next_ + 1 == max_ ? 0 : next_ + 1;
+    overflowed_ = true;
+    return slot;
   }
   std::size_t size() const { return entries_.size(); }
   // True once an entry was overwritten since the last clear (trace_alloc_overflowed).

@@ -1,0 +1,69 @@
+// One side of the core A/B (bench/core-ab.mjs): the cached pair and history recording
+// against one build of the core. Compiled twice into one program, once against the old
+// core's sources (with its namespace renamed, -Dcca=cca_old) and once against the current
+// ones, each time inside the namespace AB_SIDE, so both cores run in the same process and
+// the runs can interleave.
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "allocator/caching_allocator.h"
+#include "device/sim/sim_device.h"
+
+namespace AB_SIDE {
+
+namespace {
+
+struct State {
+  explicit State(std::size_t n)
+      : platform(cca::SimOptions{1, std::size_t{64} << 30}), a(platform.device(0), cca::AllocatorConfig{}) {
+    // As bench/native/alloc_free_bench.cpp: 2N blocks of 64 sizes, every other one freed,
+    // so N free blocks sit in the pool between live ones.
+    std::vector<cca::DevicePtr> ptrs;
+    for (std::size_t i = 0; i < 2 * n; ++i) ptrs.push_back(a.malloc(512 * (1 + (i / 2) % 64), 0));
+    for (std::size_t i = 0; i < ptrs.size(); i += 2) a.free(ptrs[i]);
+  }
+  cca::SimPlatform platform;
+  cca::DeviceCachingAllocator a;
+};
+
+template <class F>
+double ns_per_op(std::size_t iters, F&& body) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < iters; ++i) body();
+  const auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(iters);
+}
+
+}  // namespace
+
+void* setup(std::size_t n) { return new State(n); }
+void teardown(void* s) { delete static_cast<State*>(s); }
+bool valid(void* s) { return static_cast<State*>(s)->a.validate().empty(); }
+
+// Exact-fit cached alloc+free of 4096 bytes: no split, no merge, no device call.
+double pair_ns(void* s, std::size_t iters) {
+  cca::DeviceCachingAllocator& a = static_cast<State*>(s)->a;
+  return ns_per_op(iters, [&] { a.free(a.malloc(4096, 0)); });
+}
+
+// 40 KiB: bigger than every cached block but a segment's free tail, which is split on
+// alloc and merged back on free.
+double split_ns(void* s, std::size_t iters) {
+  cca::DeviceCachingAllocator& a = static_cast<State*>(s)->a;
+  return ns_per_op(iters, [&] { a.free(a.malloc(40960, 0)); });
+}
+
+// The exact-fit pair with history on (3 trace entries per pair into a wrapping 100k ring).
+double traced_ns(void* s, std::size_t iters) {
+  cca::DeviceCachingAllocator& a = static_cast<State*>(s)->a;
+  cca::HistoryOptions h;
+  h.enabled = true;
+  h.max_entries = 100000;
+  a.set_history(h);
+  const double ns = ns_per_op(iters, [&] { a.free(a.malloc(4096, 0)); });
+  a.set_history(cca::HistoryOptions{});
+  return ns;
+}
+
+}  // namespace AB_SIDE
