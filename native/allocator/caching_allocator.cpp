@@ -16,7 +16,7 @@
 //   releasing the whole cache and retrying once (num_alloc_retries). Only then is it an
 //   out-of-memory error, whose message says what was asked, what is free and what we hold.
 // - A block used on other streams (record_stream) waits on events before it is reused
-//   (stream_uses.h). Completed events are collected at the start of every malloc.
+//   (stream_events.h). Completed events are collected at the start of every malloc.
 // - This class decides and calls the device; every change of state is a transition of the
 //   ledger (ledger.h), which keeps the stats and history in step with the blocks;
 //   validate.cpp checks every invariant on demand. The size rules are in size_policy.h.

@@ -50,10 +50,24 @@ void Ledger::recycle(Block* block) {
   spare_blocks_.push_back(block);
 }
 
-Segment& Ledger::add_segment(std::unique_ptr<Segment> segment) {
-  Segment& s = *segment;
-  if (s.pool->pool_id != 0) ++private_pool_of(s.pool->pool_id).segment_count;
-  segments_.emplace(s.ptr, std::move(segment));
+Segment& Ledger::add_segment(DevicePtr ptr, std::size_t size, const BlockPool& pool, StreamId stream,
+                             std::uint32_t stack) {
+  auto owned = std::make_unique<Segment>();
+  Segment& s = *owned;
+  s.ptr = ptr;
+  s.size = size;
+  s.stream = stream;
+  s.pool = own(&pool);
+  s.stack = stack;
+  Block* block = new_block();
+  block->ptr = ptr;
+  block->size = size;
+  block->stream = stream;
+  block->pool = own(&pool);
+  block->segment = &s;
+  s.head = block;
+  if (pool.pool_id != 0) ++private_pool_of(pool.pool_id).segment_count;
+  segments_.emplace(ptr, std::move(owned));
   return s;
 }
 

@@ -170,7 +170,9 @@ class Ledger {
   // Merges `block` with free neighbours of the same mapped state, taking them out of their
   // sets; the caller records `block` after and puts it in the right set.
   void merge_free_neighbours(Block* block, StateChange& change);
-  Segment& add_segment(std::unique_ptr<Segment> segment);
+  // A new segment of `pool` with one free block spanning it, registered (and counted in its
+  // MemPool); the caller records it in its change.
+  Segment& add_segment(DevicePtr ptr, std::size_t size, const BlockPool& pool, StreamId stream, std::uint32_t stack);
   void erase_segment(Block* only_block);
   PrivatePool& private_pool_of(std::uint32_t id) { return *pools_.at(id); }
   Block* new_block();

@@ -8,29 +8,17 @@ namespace cca {
 
 const Block* Ledger::expandable_reserved(DevicePtr base, std::size_t size, std::size_t page_size,
                                          const BlockPool& pool, StreamId stream, std::uint32_t stack) {
-  auto segment = std::make_unique<Segment>();
-  segment->ptr = base;
-  segment->size = size;
-  segment->stream = stream;
-  segment->pool = own(&pool);
-  segment->expandable = true;
-  segment->page_size = page_size;
-  segment->pages.assign(size / page_size, 0);
-  segment->stack = stack;
-  Block* block = new_block();
-  block->ptr = base;
-  block->size = size;
-  block->stream = stream;
-  block->pool = own(&pool);
-  block->segment = segment.get();
+  Segment& segment = add_segment(base, size, pool, stream, stack);
+  segment.expandable = true;
+  segment.page_size = page_size;
+  segment.pages.assign(size / page_size, 0);
+  Block* block = segment.head;
   block->mapped = false;
   block->expandable = true;
-  segment->head = block;
   StateChange change;
-  change.after(*segment);
+  change.after(segment);
   change.after(*block);
   own(&pool)->insert_unmapped(block);
-  add_segment(std::move(segment));
   commit(change);
   return block;
 }

@@ -9,27 +9,14 @@ namespace cca {
 
 const Block* Ledger::segment_allocated(DevicePtr ptr, std::size_t size, const BlockPool& pool, StreamId stream,
                                        bool oversize, std::uint32_t stack) {
-  auto segment = std::make_unique<Segment>();
-  segment->ptr = ptr;
-  segment->size = size;
-  segment->stream = stream;
-  segment->pool = own(&pool);
-  segment->counted_oversize = oversize;
-  segment->stack = stack;
-  Block* block = new_block();
-  block->ptr = ptr;
-  block->size = size;
-  block->stream = stream;
-  block->pool = own(&pool);
-  block->segment = segment.get();
-  segment->head = block;
-
+  Segment& segment = add_segment(ptr, size, pool, stream, stack);
+  segment.counted_oversize = oversize;
+  Block* block = segment.head;
   StateChange change(tracing());
-  change.after(*segment);
+  change.after(segment);
   change.after(*block);
   change.count(Counter::kDeviceAlloc);
   change.trace(TraceAction::kSegmentAlloc, ptr, size, stream, trace_stack(stack), 0, pool.pool_id);
-  add_segment(std::move(segment));
   commit(change);
   return block;
 }
