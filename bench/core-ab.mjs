@@ -80,14 +80,15 @@ if (args.includes('--instructions')) {
 }
 if (args.includes('--cpp-only')) process.exit(0);
 
-// The old addon, built in the old tree with this checkout's node_modules.
-const oldAddon = path.join(work, 'build/Release/cuda_caching_allocator.node');
-if (!existsSync(oldAddon)) {
-  if (!existsSync(path.join(work, 'node_modules'))) symlinkSync(path.join(root, 'node_modules'), path.join(work, 'node_modules'));
+// The old checkout built (addon and TypeScript) with this checkout's node_modules.
+if (!existsSync(path.join(work, 'node_modules'))) symlinkSync(path.join(root, 'node_modules'), path.join(work, 'node_modules'));
+if (!existsSync(path.join(work, 'build/Release/cuda_caching_allocator.node'))) {
   run('npx', ['cmake-js', 'compile', '--out', 'build'], { cwd: work, stdio: ['ignore', 'ignore', 'inherit'] });
 }
-const newAddon = path.join(root, 'build/Release/cuda_caching_allocator.node');
-if (!existsSync(newAddon)) throw new Error('build the addon first: npm run build');
+if (!existsSync(path.join(work, 'dist/index.js'))) run('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: work });
+if (!existsSync(path.join(root, 'build/Release/cuda_caching_allocator.node')) || !existsSync(path.join(root, 'dist/index.js'))) {
+  throw new Error('build this checkout first: npm run build');
+}
 console.log('');
-run(process.execPath, [path.join(root, 'bench/js-core-ab.mjs'), oldAddon, newAddon], { env: { ...process.env, AB_ROUNDS: rounds } });
+run(process.execPath, [path.join(root, 'bench/js-core-ab.mjs'), work, root], { env: { ...process.env, AB_ROUNDS: rounds } });
 if (args.includes('--clean')) rmSync(work, { recursive: true, force: true });

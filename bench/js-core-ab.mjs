@@ -1,15 +1,20 @@
-// The core A/B from JavaScript: two builds of the addon (the old core's and the current
-// one) loaded into one Node process, the cached alloc+free pair through each raw binding,
-// runs interleaved. Usage: node bench/js-core-ab.mjs OLD.node NEW.node (bench/core-ab.mjs
-// builds both and passes them).
-import { createRequire } from 'node:module';
+// The core A/B from JavaScript: two built checkouts (the old core's and the current one)
+// loaded into one Node process, each with its own addon and its own runtime; runs
+// interleaved. The cached alloc+free pair through each raw binding, the calls monitoring
+// loops make, and memory_snapshot({ includeTraces: false }) through each public API.
+// Usage: node bench/js-core-ab.mjs OLD_ROOT NEW_ROOT (bench/core-ab.mjs builds the old one).
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 
-const require = createRequire(import.meta.url);
-const [oldPath, newPath] = process.argv.slice(2);
-if (!oldPath || !newPath) throw new Error('usage: node bench/js-core-ab.mjs OLD.node NEW.node');
-const sides = { old: require(path.resolve(oldPath)), new: require(path.resolve(newPath)) };
+const [oldRoot, newRoot] = process.argv.slice(2);
+if (!oldRoot || !newRoot) throw new Error('usage: node bench/js-core-ab.mjs OLD_ROOT NEW_ROOT');
+const load = async (root) => ({
+  api: await import(pathToFileURL(path.resolve(root, 'dist/index.js')).href),
+  native: (await import(pathToFileURL(path.resolve(root, 'dist/native.js')).href)).native,
+});
+const apis = { old: await load(oldRoot), new: await load(newRoot) };
+const sides = { old: apis.old.native, new: apis.new.native };
 
 const iters = 1_000_000;
 const rounds = Number(process.env.AB_ROUNDS ?? 11);
@@ -39,3 +44,52 @@ for (const n of [16, 1000, 100000]) {
   const w = median(figures.new);
   console.log(`${String(n).padEnd(9)} ${o.toFixed(1).padStart(8)} ${w.toFixed(1).padStart(10)} ${(w / o).toFixed(3).padStart(8)}`);
 }
+
+// What monitoring loops call, with the 100k-block cache of the last row: memory_stats()
+// (the 122 values into a reused array) and the metrics sample.
+const callIters = 200_000;
+const calls = {
+  'memoryStats(0, into)': (native) => {
+    const into = native.memoryStats(0);
+    return () => native.memoryStats(0, into);
+  },
+  'monitorSample(into)': (native) => {
+    const into = native.monitorSample();
+    return () => native.monitorSample(into);
+  },
+};
+console.log('\ncall                    old (ns)   new (ns)  new/old');
+for (const [name, make] of Object.entries(calls)) {
+  const fns = { old: make(sides.old), new: make(sides.new) };
+  const ns = { old: [], new: [] };
+  for (let r = 0; r < rounds; r++) {
+    for (const side of r % 2 === 0 ? ['old', 'new'] : ['new', 'old']) {
+      const fn = fns[side];
+      const t0 = process.hrtime.bigint();
+      for (let i = 0; i < callIters; i++) fn();
+      ns[side].push(Number(process.hrtime.bigint() - t0) / callIters);
+    }
+  }
+  const o = median(ns.old);
+  const w = median(ns.new);
+  console.log(`${name.padEnd(22)} ${o.toFixed(1).padStart(9)} ${w.toFixed(1).padStart(10)} ${(w / o).toFixed(3).padStart(8)}`);
+}
+
+// The public snapshot without traces, 1000 live 4 KiB blocks (bench/js-snapshot.mjs's state).
+const snapNs = { old: [], new: [] };
+for (const { api } of Object.values(apis)) {
+  api.cuda.sim.configure({ capacityBytes: 64 * 2 ** 30 });
+  for (let i = 0; i < 1000; i++) api.cuda.alloc(4096);
+  for (let i = 0; i < 3000; i++) api.memory.memory_snapshot({ includeTraces: false });
+}
+for (let r = 0; r < rounds; r++) {
+  for (const side of r % 2 === 0 ? ['old', 'new'] : ['new', 'old']) {
+    const { memory } = apis[side].api;
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < 1000; i++) memory.memory_snapshot({ includeTraces: false });
+    snapNs[side].push(Number(process.hrtime.bigint() - t0) / 1000);
+  }
+}
+const so = median(snapNs.old);
+const sn = median(snapNs.new);
+console.log(`${'memory_snapshot (1k)'.padEnd(22)} ${so.toFixed(1).padStart(9)} ${sn.toFixed(1).padStart(10)} ${(sn / so).toFixed(3).padStart(8)}`);

@@ -1,27 +1,32 @@
-// What the addon writes and what TypeScript reads are described once each and compared
-// here: the snapshot records (native/binding/snapshot_records.h against
-// lib/snapshot/layout.ts) and the out-of-memory numbers (native/allocator/errors.h against
-// OutOfMemoryDetails in lib/errors.ts). Renaming, adding or dropping a field on one side
-// fails this file.
+// What the addon writes and what TypeScript reads, compared: the snapshot records
+// (native/binding/snapshot_records.h, the generated lib/snapshot/records.generated.ts, and
+// the names the built addon reports) and the out-of-memory numbers
+// (native/allocator/errors.h against OutOfMemoryDetails in lib/errors.ts). Renaming,
+// adding, dropping or moving a field on one side fails this file.
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { CudaOutOfMemoryError, cuda, memory } from '../lib/index.js';
 import type { OutOfMemoryDetails } from '../lib/errors.js';
 import { native } from '../lib/native.js';
-import { BLK, SEG, TRC, decodedFields, layoutOf } from '../lib/snapshot/layout.js';
+import { checkLayout, decodedFields } from '../lib/snapshot/layout.js';
 import { KiB, MiB, freshSim } from './helpers.js';
 
 beforeEach(() => freshSim());
 
 describe('snapshot records', () => {
-  it('the addon and the decoder name the same fields', () => {
+  it('the generated TypeScript offsets are the header\'s', () => {
+    const script = fileURLToPath(new URL('../scripts/gen-snapshot-records.mjs', import.meta.url));
+    // Exits 1, saying what to run, when records.generated.ts differs from the header.
+    expect(() => execFileSync(process.execPath, [script, '--check'], { stdio: 'pipe' })).not.toThrow();
+  });
+
+  it('the built addon writes the fields the decoder reads, in the same order', () => {
     const addon = native.snapshotLayout();
     for (const kind of ['segment', 'block', 'trace'] as const) {
-      expect([...addon[kind]].sort()).toEqual([...decodedFields[kind]].sort());
+      expect(addon[kind]).toEqual([...decodedFields[kind]]);
       expect(new Set(addon[kind]).size).toBe(addon[kind].length);
     }
-    expect(SEG.width).toBe(addon.segment.length);
-    expect(BLK.width).toBe(addon.block.length);
-    expect(TRC.width).toBe(addon.trace.length);
   });
 
   it('each field lands where the decoder looks: a known state, field by field', () => {
@@ -51,15 +56,20 @@ describe('snapshot records', () => {
     memory._record_memory_history(null);
   });
 
-  it('an addon whose records name other fields is refused with a clear error', () => {
-    const stale = native.snapshotLayout().segment.slice(0, -1);
-    expect(() => layoutOf('segment', stale)).toThrow(/addon is from another version/);
-    try {
-      layoutOf('segment', [...stale, 'renamed']);
-    } catch (e) {
-      expect((e as { code: string }).code).toBe('ERR_CCA_ADDON_MISMATCH');
-      expect((e as Error).message).toContain('renamed');
+  it('an addon whose records differ is refused with a clear error', () => {
+    const fields = native.snapshotLayout().segment;
+    const variants = [fields.slice(0, -1), [...fields.slice(0, -1), 'renamed'], [fields[1]!, fields[0]!, ...fields.slice(2)]];
+    for (const names of variants) {
+      let caught: unknown;
+      try {
+        checkLayout('segment', names);
+      } catch (e) {
+        caught = e;
+      }
+      expect((caught as { code: string }).code).toBe('ERR_CCA_ADDON_MISMATCH');
+      expect((caught as Error).message).toMatch(/addon is from another version.*npm rebuild/);
     }
+    expect(() => checkLayout('segment', fields)).not.toThrow();
   });
 });
 

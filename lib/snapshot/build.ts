@@ -1,5 +1,5 @@
 // Builds snapshot dicts from the native parts (fixed-width Float64Array records, each field
-// where layout.ts finds it). memory_snapshot({ includeTraces: false }) reads no trace entry and builds
+// at its offset in records.generated.ts; layout.ts checks the addon writes that layout). memory_snapshot({ includeTraces: false }) reads no trace entry and builds
 // no clock converter: its cost depends only on segments and blocks.
 import { native } from '../native.js';
 import { deviceCount } from '../device.js';
@@ -8,7 +8,8 @@ import { capture } from '../history/record.js';
 import { annotations } from '../history/annotations.js';
 import { tuple } from './tuple.js';
 import { LazyList } from './lazy-list.js';
-import { BLK, SEG, TRC } from './layout.js';
+import './layout.js';
+import { Blk, Seg, Trc } from './records.generated.js';
 import type { Block, BlockState, Segment, Snapshot, TraceAction, TraceEntry } from './types.js';
 
 const STATES: BlockState[] = ['inactive', 'active_allocated', 'active_pending_free'];
@@ -28,59 +29,59 @@ function poolTuple(pool: number): number[] {
 }
 
 function decodeSegments(device: number, segs: Float64Array, blocks: Float64Array, out: Segment[]): void {
-  for (let i = 0; i < segs.length; i += SEG.width) {
-    const first = segs[i + SEG.first_block]!;
-    const count = segs[i + SEG.block_count]!;
+  for (let i = 0; i < segs.length; i += Seg.width) {
+    const first = segs[i + Seg.first_block]!;
+    const count = segs[i + Seg.block_count]!;
     const bl: Block[] = new Array(count);
     for (let j = 0; j < count; j++) {
-      const o = (first + j) * BLK.width;
+      const o = (first + j) * Blk.width;
       const b: Block = {
-        address: blocks[o + BLK.address]!,
-        size: blocks[o + BLK.size]!,
-        requested_size: blocks[o + BLK.requested_size]!,
-        state: STATES[blocks[o + BLK.state]!]!,
-        frames: stacks.frames(blocks[o + BLK.stack]!),
+        address: blocks[o + Blk.address]!,
+        size: blocks[o + Blk.size]!,
+        requested_size: blocks[o + Blk.requested_size]!,
+        state: STATES[blocks[o + Blk.state]!]!,
+        frames: stacks.frames(blocks[o + Blk.stack]!),
       };
-      const tag = blocks[o + BLK.tag]!;
+      const tag = blocks[o + Blk.tag]!;
       if (tag) b.user_metadata = tags.name(tag);
       bl[j] = b;
     }
     out.push({
       device,
-      address: segs[i + SEG.address]!,
-      total_size: segs[i + SEG.total_size]!,
-      allocated_size: segs[i + SEG.allocated_size]!,
-      active_size: segs[i + SEG.active_size]!,
-      requested_size: segs[i + SEG.requested_size]!,
-      stream: segs[i + SEG.stream]!,
-      segment_type: segs[i + SEG.is_small] ? 'small' : 'large',
-      segment_pool_id: poolTuple(segs[i + SEG.pool]!),
-      is_expandable: segs[i + SEG.is_expandable] === 1,
-      frames: stacks.frames(segs[i + SEG.stack]!),
+      address: segs[i + Seg.address]!,
+      total_size: segs[i + Seg.total_size]!,
+      allocated_size: segs[i + Seg.allocated_size]!,
+      active_size: segs[i + Seg.active_size]!,
+      requested_size: segs[i + Seg.requested_size]!,
+      stream: segs[i + Seg.stream]!,
+      segment_type: segs[i + Seg.is_small] ? 'small' : 'large',
+      segment_pool_id: poolTuple(segs[i + Seg.pool]!),
+      is_expandable: segs[i + Seg.is_expandable] === 1,
+      frames: stacks.frames(segs[i + Seg.stack]!),
       blocks: bl,
     });
   }
 }
 
 // Entries [start, end) of the native trace records.
-function decodeTraces(t: Float64Array, start = 0, end = t.length / TRC.width): TraceEntry[] {
+function decodeTraces(t: Float64Array, start = 0, end = t.length / Trc.width): TraceEntry[] {
   actions ??= native.traceActionNames() as TraceAction[];
   const withFrames = capture.level >= 2;
   const out: TraceEntry[] = new Array(end - start);
-  for (let i = start * TRC.width, k = 0; k < out.length; i += TRC.width, k++) {
-    const action = actions[t[i + TRC.action]!]!;
-    const tag = t[i + TRC.tag]!;
-    const stack = t[i + TRC.stack]!;
-    const size = t[i + TRC.size]!;
-    const stream = t[i + TRC.stream]!;
-    const time_us = t[i + TRC.time_us]!;
+  for (let i = start * Trc.width, k = 0; k < out.length; i += Trc.width, k++) {
+    const action = actions[t[i + Trc.action]!]!;
+    const tag = t[i + Trc.tag]!;
+    const stack = t[i + Trc.stack]!;
+    const size = t[i + Trc.size]!;
+    const stream = t[i + Trc.stream]!;
+    const time_us = t[i + Trc.time_us]!;
     const user_metadata = tag ? tags.name(tag) : '';
-    const pool_id = poolTuple(t[i + TRC.pool]!);
-    const seq = t[i + TRC.seq]!;
+    const pool_id = poolTuple(t[i + Trc.pool]!);
+    const seq = t[i + Trc.seq]!;
     // Each entry is built in one literal so V8 gives them all one shape.
     const e: TraceEntry = action === 'oom'
-      ? { action, device_free: t[i + TRC.addr]!, size, stream, time_us, compile_context: 'N/A', user_metadata, pool_id, seq }
-      : { action, addr: t[i + TRC.addr]!, size, stream, time_us, compile_context: 'N/A', user_metadata, pool_id, seq };
+      ? { action, device_free: t[i + Trc.addr]!, size, stream, time_us, compile_context: 'N/A', user_metadata, pool_id, seq }
+      : { action, addr: t[i + Trc.addr]!, size, stream, time_us, compile_context: 'N/A', user_metadata, pool_id, seq };
     if (withFrames || stack) e.frames = stacks.frames(stack);
     out[k] = e;
   }
@@ -126,7 +127,7 @@ export function fullSnapshot(options: SnapshotOptions = {}): Snapshot {
     if (!t) {
       device_traces.push([]);
     } else if (options.lazyTraces) {
-      device_traces.push(new LazyList(t.length / TRC.width, (a, b) => decodeTraces(t, a, b)) as unknown as TraceEntry[]);
+      device_traces.push(new LazyList(t.length / Trc.width, (a, b) => decodeTraces(t, a, b)) as unknown as TraceEntry[]);
     } else {
       device_traces.push(decodeTraces(t));
     }

@@ -110,75 +110,64 @@ const char* const kKindNames[kNumStatKinds] = {
     "reserved_bytes", "active_bytes", "inactive_split_bytes", "requested_bytes"};
 const char* const kPoolNames[3] = {"all", "small_pool", "large_pool"};
 
-// One memory_stats() key: which Stat of DeviceStats and which of its fields, or a scalar
-// counter, or neither (max_split_size, a setting). A flat table built once: memory_stats()
-// is called from monitoring loops.
-struct KeyRow {
-  std::string key;
-  int kind = -1;                          // >= 0: arrays[kind][pool]
-  int pool = 0;
-  const Stat DeviceStats::*stat = nullptr;  // else: an oversize Stat
-  std::int64_t Stat::*field = nullptr;
-  std::int64_t StatScalars::*scalar = nullptr;  // else: a counter
-};
+const char* const kFieldNames[4] = {"current", "peak", "allocated", "freed"};
 
-std::int64_t value_of(const KeyRow& r, const DeviceStats& s, std::int64_t max_split_size) {
-  if (r.field != nullptr) {
-    const Stat& st = r.kind >= 0 ? s.arrays[r.kind][r.pool] : s.*(r.stat);
-    return st.*(r.field);
+// Every stat value in one fixed order: kinds x pools x fields, the two oversize stats, the
+// counters, max_split_size. key_order() names them in the same order; memory_stats() wants
+// them sorted by name, so stat_values() writes them through that sort's permutation.
+// Straight-line stores: memory_stats() is called from monitoring loops.
+constexpr std::size_t kNumKeys = kNumStatKinds * 3 * 4 + 2 * 4 + 5 + 1;
+
+void flatten(const DeviceStats& s, std::int64_t max_split_size, std::int64_t* out) {
+  const auto put = [&out](const Stat& st) {
+    *out++ = st.current;
+    *out++ = st.peak;
+    *out++ = st.allocated;
+    *out++ = st.freed;
+  };
+  for (const auto& kind : s.arrays) {
+    for (const Stat& st : kind) put(st);
   }
-  return r.scalar != nullptr ? s.*(r.scalar) : max_split_size;
+  put(s.oversize_allocations);
+  put(s.oversize_segments);
+  *out++ = s.num_alloc_retries;
+  *out++ = s.num_ooms;
+  *out++ = s.num_sync_all_streams;
+  *out++ = s.num_device_alloc;
+  *out++ = s.num_device_free;
+  *out++ = max_split_size;
 }
 
-const std::vector<KeyRow>& key_rows() {
-  static const std::vector<KeyRow> rows = [] {
-    static const char* kFieldNames[4] = {"current", "peak", "allocated", "freed"};
-    std::int64_t Stat::*const fields[4] = {&Stat::current, &Stat::peak, &Stat::allocated, &Stat::freed};
-    std::vector<KeyRow> out;
+struct KeyOrder {
+  std::vector<std::string> sorted_keys;
+  std::vector<std::size_t> from;  // sorted position i holds flatten()'s value from[i]
+};
+
+const KeyOrder& key_order() {
+  static const KeyOrder order = [] {
+    std::vector<std::string> names;
     for (int k = 0; k < kNumStatKinds; ++k) {
       for (int p = 0; p < 3; ++p) {
-        for (int f = 0; f < 4; ++f) {
-          KeyRow r;
-          r.key = std::string(kKindNames[k]) + "." + kPoolNames[p] + "." + kFieldNames[f];
-          r.kind = k;
-          r.pool = p;
-          r.field = fields[f];
-          out.push_back(r);
-        }
+        for (const char* f : kFieldNames) names.push_back(std::string(kKindNames[k]) + "." + kPoolNames[p] + "." + f);
       }
     }
-    const std::pair<const char*, const Stat DeviceStats::*> oversize[2] = {
-        {"oversize_allocations.", &DeviceStats::oversize_allocations},
-        {"oversize_segments.", &DeviceStats::oversize_segments}};
-    for (const auto& [name, stat] : oversize) {
-      for (int f = 0; f < 4; ++f) {
-        KeyRow r;
-        r.key = std::string(name) + kFieldNames[f];
-        r.stat = stat;
-        r.field = fields[f];
-        out.push_back(r);
-      }
+    for (const char* stat : {"oversize_allocations.", "oversize_segments."}) {
+      for (const char* f : kFieldNames) names.push_back(std::string(stat) + f);
     }
-    const std::pair<const char*, std::int64_t StatScalars::*> counters[5] = {
-        {"num_alloc_retries", &StatScalars::num_alloc_retries},
-        {"num_ooms", &StatScalars::num_ooms},
-        {"num_sync_all_streams", &StatScalars::num_sync_all_streams},
-        {"num_device_alloc", &StatScalars::num_device_alloc},
-        {"num_device_free", &StatScalars::num_device_free}};
-    for (const auto& [name, scalar] : counters) {
-      KeyRow r;
-      r.key = name;
-      r.scalar = scalar;
-      out.push_back(r);
+    for (const char* counter : {"num_alloc_retries", "num_ooms", "num_sync_all_streams", "num_device_alloc",
+                                "num_device_free", "max_split_size"}) {
+      names.emplace_back(counter);
     }
-    KeyRow setting;
-    setting.key = "max_split_size";
-    out.push_back(setting);
+    CCA_ASSERT(names.size() == kNumKeys);
+    KeyOrder o;
+    o.from.resize(names.size());
+    for (std::size_t i = 0; i < names.size(); ++i) o.from[i] = i;
     // memory_stats() returns an OrderedDict sorted by key.
-    std::sort(out.begin(), out.end(), [](const KeyRow& a, const KeyRow& b) { return a.key < b.key; });
-    return out;
+    std::sort(o.from.begin(), o.from.end(), [&](std::size_t a, std::size_t b) { return names[a] < names[b]; });
+    for (std::size_t i : o.from) o.sorted_keys.push_back(names[i]);
+    return o;
   }();
-  return rows;
+  return order;
 }
 
 }  // namespace
@@ -186,18 +175,13 @@ const std::vector<KeyRow>& key_rows() {
 const char* stat_kind_name(int kind) { return kKindNames[kind]; }
 const char* stat_pool_name(int pool) { return kPoolNames[pool]; }
 
-const std::vector<std::string>& stat_keys() {
-  static const std::vector<std::string> keys = [] {
-    std::vector<std::string> out;
-    for (const KeyRow& r : key_rows()) out.push_back(r.key);
-    return out;
-  }();
-  return keys;
-}
+const std::vector<std::string>& stat_keys() { return key_order().sorted_keys; }
 
 void stat_values(const DeviceStats& stats, std::int64_t max_split_size, double* out) {
-  const std::vector<KeyRow>& rows = key_rows();
-  for (std::size_t i = 0; i < rows.size(); ++i) out[i] = static_cast<double>(value_of(rows[i], stats, max_split_size));
+  std::int64_t flat[kNumKeys];
+  flatten(stats, max_split_size, flat);
+  const std::vector<std::size_t>& from = key_order().from;
+  for (std::size_t i = 0; i < kNumKeys; ++i) out[i] = static_cast<double>(flat[from[i]]);
 }
 
 }  // namespace cca
