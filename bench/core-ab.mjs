@@ -62,7 +62,7 @@ if (args.includes('--instructions')) {
   const iters = 20000;
   const count = (side, figure, blocks) => {
     const fn = figure === 'history' ? 'traced' : figure;
-    const r = spawnSync('valgrind', ['--tool=callgrind', '--callgrind-out-file=/dev/null', `--toggle-collect=ab_${side}::${fn}_ns*`,
+    const r = spawnSync('valgrind', ['--tool=callgrind', '--callgrind-out-file=/dev/null', `--toggle-collect=ab_${side}::${fn}_ns(void*, unsigned long)`,
       path.join(out, 'core_ab'), 'one', side, figure, blocks, String(iters)], { encoding: 'utf8' });
     const m = /Collected : (\d+)/.exec(r.stderr);
     if (!m) throw new Error(`callgrind failed: ${r.stderr}`);
@@ -71,7 +71,7 @@ if (args.includes('--instructions')) {
   console.log(`\ninstructions per operation (callgrind, ${iters} operations, counted inside the loop only)`);
   console.log('blocks    figure          old (Ir)   new (Ir)  new/old');
   for (const blocks of ['16', '1000', '100000']) {
-    for (const figure of ['pair', 'split', 'history']) {
+    for (const figure of ['pair', 'split', 'history', 'sample']) {
       const o = count('old', figure, blocks);
       const w = count('new', figure, blocks);
       console.log(`${blocks.padEnd(9)} ${figure.padEnd(13)} ${o.toFixed(0).padStart(10)} ${w.toFixed(0).padStart(10)} ${(w / o).toFixed(3).padStart(8)}`);

@@ -26,9 +26,11 @@ DeviceCachingAllocator::MonitorSample DeviceCachingAllocator::monitor_sample() c
   std::lock_guard<std::mutex> lock(mu_);
   MonitorSample m;
   m.stats = ledger_.stats().view();
-  ledger_.for_each_pool([&m](const BlockPool& pool) {
-    std::size_t& largest = pool.is_small ? m.largest_free_small : m.largest_free_large;
-    largest = std::max(largest, pool.largest_free());
+  m.largest_free_small = ledger_.default_pool(true).largest_free();
+  m.largest_free_large = ledger_.default_pool(false).largest_free();
+  ledger_.for_each_private_pool([&m](const PrivatePool& p) {
+    m.largest_free_small = std::max(m.largest_free_small, p.small.largest_free());
+    m.largest_free_large = std::max(m.largest_free_large, p.large.largest_free());
   });
   if (ledger_.history().enabled) {
     m.history_entries = ledger_.ring().size();

@@ -2,7 +2,7 @@
 // against the current one in one program, runs interleaved (old, new, new, old, ...) so
 // that drift in the machine's speed lands on both. Prints medians per side and the ratio
 // new / old for the cached pair, the split+merge pair and the pair with history on, at
-// 16, 1k and 100k cached blocks. Built and run by bench/core-ab.mjs.
+// 16, 1k and 100k cached blocks, and for what a metrics scrape reads. Built and run by bench/core-ab.mjs.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +17,7 @@
   double pair_ns(void* s, std::size_t iters);         \
   double split_ns(void* s, std::size_t iters);        \
   double traced_ns(void* s, std::size_t iters);       \
+  double sample_ns(void* s, std::size_t iters);       \
   }
 DECLARE_SIDE(ab_old)
 DECLARE_SIDE(ab_new)
@@ -29,7 +30,7 @@ double median(std::vector<double> v) {
 }
 
 struct Figures {
-  std::vector<double> pair, split, traced;
+  std::vector<double> pair, split, traced, sample;
 };
 
 }  // namespace
@@ -43,6 +44,7 @@ int one(const std::string& side, const std::string& figure, std::size_t blocks, 
   if (figure == "pair") ns = old_side ? ab_old::pair_ns(s, iters) : ab_new::pair_ns(s, iters);
   if (figure == "split") ns = old_side ? ab_old::split_ns(s, iters) : ab_new::split_ns(s, iters);
   if (figure == "history") ns = old_side ? ab_old::traced_ns(s, iters) : ab_new::traced_ns(s, iters);
+  if (figure == "sample") ns = old_side ? ab_old::sample_ns(s, iters) : ab_new::sample_ns(s, iters);
   std::printf("%.1f\n", ns);
   return 0;
 }
@@ -70,6 +72,7 @@ int main(int argc, char** argv) {
         f.pair.push_back(run_old ? ab_old::pair_ns(s, iters) : ab_new::pair_ns(s, iters));
         f.split.push_back(run_old ? ab_old::split_ns(s, iters) : ab_new::split_ns(s, iters));
         f.traced.push_back(run_old ? ab_old::traced_ns(s, iters) : ab_new::traced_ns(s, iters));
+        f.sample.push_back(run_old ? ab_old::sample_ns(s, iters / 10) : ab_new::sample_ns(s, iters / 10));
       }
     }
     if (!ab_old::valid(old_side) || !ab_new::valid(new_side)) {
@@ -82,6 +85,7 @@ int main(int argc, char** argv) {
     row("pair", old_f.pair, new_f.pair);
     row("split+merge", old_f.split, new_f.split);
     row("history on", old_f.traced, new_f.traced);
+    row("stats sample", old_f.sample, new_f.sample);
     ab_old::teardown(old_side);
     ab_new::teardown(new_side);
   }

@@ -66,4 +66,17 @@ double traced_ns(void* s, std::size_t iters) {
   return ns;
 }
 
+// What a metrics scrape reads (MonitorSample) and memory_stats() as flat values.
+double sample_ns(void* s, std::size_t iters) {
+  cca::DeviceCachingAllocator& a = static_cast<State*>(s)->a;
+  std::vector<double> values(cca::stat_keys().size());
+  volatile double sink = 0;
+  const double ns = ns_per_op(iters, [&] {
+    const auto m = a.monitor_sample();
+    cca::stat_values(m.stats, -1, values.data());
+    sink = sink + values[0] + static_cast<double>(m.largest_free_large);
+  });
+  return ns;
+}
+
 }  // namespace AB_SIDE
