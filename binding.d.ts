@@ -65,6 +65,8 @@ export interface NativeBinding {
   alloc(device: number, size: number, stream: number, stackId?: number, tagId?: number): number;
   free(device: number, ptr: number, stackId?: number): void;
   recordStream(device: number, ptr: number, stream: number): void;
+  /** Whether alloc(size, stream) in pool n (0: default) would be served from the cache now; changes nothing. */
+  wouldUseCache(device: number, size: number, stream: number, pool: number): boolean;
   /** An empty call shaped like alloc, for benchmark baselines. */
   noop(device: number, size: number): number;
 

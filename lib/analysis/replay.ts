@@ -212,6 +212,12 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     recorded.peakReserved = recorded.startReserved;
 
     const freeAt = releasingAction(trace);
+    const candidates = releasesInRequests(trace, freeAt, memory.get_allocator_settings().expandable_segments === true);
+    const inRequest = { frees: new Set<number>(), runs: new Set<number>(), failFirstTry: new Set<number>() };
+    // Frees the recording completed inside a request's release (its synchronization) stay
+    // pending here, waiting on this held stream, until our own request synchronizes them.
+    let blocker: Stream | undefined;
+    const pendingInRequest: number[] = [];
     let recordedNow = recorded.startReserved;
     let ourNow = ours.startReserved;
     let allocs = 0;
@@ -228,20 +234,69 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
       return { largestFreeBlock: largest, fragmentation: free > 0 ? 1 - Math.min(free, largest) / free : 0 };
     };
     let atPeak = peakState();
+    const holdingStream = (): Stream => {
+      const st = Stream.create();
+      cuda.sim.holdStream(st);
+      streams.set(-1, st);  // destroyed with the others
+      return st;
+    };
+    // After a request: an unused injected failure is dropped, and frees it did not
+    // synchronize (it released nothing) complete now, as they had in the recording.
+    const settleRequest = (): void => {
+      cuda.sim.failNextMallocs(0, 0);
+      if (pendingInRequest.length > 0 && blocker) {
+        cuda.sim.completeStream(blocker);
+        blocker.synchronize();
+        pendingInRequest.length = 0;
+      }
+    };
     let firstDivergence: ReplayReport['firstDivergence'] = null;
     const every = Math.max(1, Math.floor(trace.length / 100));
     for (let i = 0; oom === null && i < trace.length; i++) {
       const e = trace[i]!;
+      const candidate = candidates.get(i);
+      if (candidate) {
+        const r = trace[candidate.request]!;
+        const pool = pools.get(r.pool_id?.[1] ?? 0);
+        const poolId = (r.pool_id?.[1] ?? 0) === 0 ? 0 : pool ? pool.id[1]! : -1;
+        const served = poolId >= 0 && native.wouldUseCache(0, r.size, streamFor(r.stream)?.handle ?? 0, poolId);
+        if (!served) {
+          for (const j of candidate.frees) inRequest.frees.add(j);
+          if (candidate.run >= 0) {
+            inRequest.runs.add(candidate.run);
+            inRequest.failFirstTry.add(candidate.request);
+          }
+        }
+      }
       const delta = segmentDelta(e);
       if (delta > 0) recorded.segmentGrowths++;
       if (delta < 0) recorded.segmentShrinks++;
       recordedNow = rec.reserved[i]!;
       recorded.peakReserved = Math.max(recorded.peakReserved, recordedNow);
       if (delta < 0 && startsCacheRelease(trace, i)) {
-        memory.empty_cache(0);
+        // A release inside a request is left to our own request (below). Any other is
+        // empty_cache(), and MemPools whose segments it frees were released by the program
+        // (only then are their segments freed): a run of only their segments is the release
+        // of the pool itself, not empty_cache().
+        if (!inRequest.runs.has(i)) {
+          const released = new Set<number>();
+          let onlyPools = true;
+          for (let j = i; j < trace.length && segmentDelta(trace[j]!) < 0; j++) {
+            const id = trace[j]!.pool_id?.[1] ?? 0;
+            if (id === 0) onlyPools = false;
+            else released.add(id);
+          }
+          if (!onlyPools) memory.empty_cache(0);
+          for (const id of released) {
+            const p = pools.get(id);
+            if (p && p.use_count() > 0) p.release();
+          }
+        }
         cacheReleases++;
         ourNow = memory.memory_reserved(0);
       }
+      // The device was full for this request's first try in the recording: so it is here.
+      if (inRequest.failFirstTry.has(i)) cuda.sim.failNextMallocs(1, 0);
       if (e.action === 'oom') {
         // The request that failed there (its rounded size): does it fail here too? Either way
         // the program went on, and so does the replay; a request that fits is given back.
@@ -254,6 +309,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
           if (!(err instanceof CudaOutOfMemoryError)) throw err;
           ooms.reproduced++;
         }
+        settleRequest();
         ourNow = memory.memory_reserved(0);
       }
       if (e.action === 'alloc' && e.addr !== undefined) {
@@ -267,6 +323,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
           oom = { index: i, size: e.size, message: err.message };
           break;
         }
+        settleRequest();
         allocs++;
         ourNow = memory.memory_reserved(0);
         if (ourNow > ours.peakReserved) {
@@ -275,7 +332,14 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
         }
       } else if (e.action === freeAt && e.addr !== undefined) {
         const buf = live.get(e.addr);
-        if (buf) {
+        if (buf && inRequest.frees.has(i)) {
+          blocker ??= holdingStream();
+          cuda.recordStream(buf, blocker);
+          buf.free();
+          pendingInRequest.push(e.addr);
+          live.delete(e.addr);
+          frees++;
+        } else if (buf) {
           buf.free();
           live.delete(e.addr);
           frees++;
@@ -320,6 +384,59 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
 export function startsCacheRelease(trace: readonly TraceEntry[], i: number): boolean {
   const shrinks = (a: string) => a === 'segment_free' || a === 'segment_unmap';
   return shrinks(trace[i]!.action) && (i === 0 || !shrinks(trace[i - 1]!.action));
+}
+
+/**
+ * Where the recording released memory inside a request rather than between requests. A
+ * request that finds no cached block and no room on the device synchronizes every pending
+ * free, releases the cache and tries again: in the trace, the frees it completed
+ * (free_completed), then its segment frees, then its outcome (segment_alloc and alloc, or
+ * oom). Replaying that as frees, then empty_cache(), then the request would let the request
+ * take the blocks those frees gave back, which the recorded request never saw (its cached
+ * search came before them). The same entries also follow an empty_cache() and then a request
+ * that needed a new segment; the replay tells them apart when it gets there: if our cache
+ * would serve the request then (native wouldUseCache), the recorded request's search cannot
+ * have failed, so it was not this. Otherwise the frees are replayed as frees left pending on
+ * a held stream, the run of segment frees is not replayed as empty_cache(), and when the
+ * recording released something the request's first device malloc fails, so that our own
+ * request synchronizes, releases by our policy (only oversize blocks first, with
+ * max_split_size_mb) and tries again. Expandable segments (pages mapped, not malloc'd) keep
+ * the empty_cache() replay.
+ */
+export interface ReleaseInRequest {
+  /** The request's outcome: its alloc (after the segment made for it) or its oom. */
+  request: number;
+  /** The free_completed entries it synchronized. */
+  frees: number[];
+  /** The first of its segment frees, or -1 when it released nothing. */
+  run: number;
+}
+
+export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string, expandable: boolean): Map<number, ReleaseInRequest> {
+  const out = new Map<number, ReleaseInRequest>();
+  if (expandable || freeAt !== 'free_completed') return out;
+  const shrinks = (a: string) => a === 'segment_free' || a === 'segment_unmap';
+  for (let q = 0; q < trace.length; q++) {
+    const e = trace[q]!;
+    let start: number;
+    if (e.action === 'oom') start = q;
+    else if (e.action === 'alloc' && q > 0 && trace[q - 1]!.action === 'segment_alloc' && trace[q - 1]!.addr === e.addr) start = q - 1;
+    else continue;
+    let k = start - 1;
+    while (k >= 0 && shrinks(trace[k]!.action)) k--;
+    // A free that completed in the same instant it was requested (no stream to wait for) was
+    // the program's, before the request; the frees the request synchronized had waited.
+    const immediate = (j: number) => j > 0 && trace[j - 1]!.action === 'free_requested' &&
+      trace[j - 1]!.addr === trace[j]!.addr && trace[j - 1]!.time_us === trace[j]!.time_us;
+    let f = k;
+    while (f >= 0 && trace[f]!.action === 'free_completed' && !immediate(f)) f--;
+    if (f === start - 1) continue;  // nothing synchronized or released before it
+    const frees: number[] = [];
+    for (let j = f + 1; j <= k; j++) frees.push(j);
+    // Keyed by where the replay must decide: the first entry of the sequence.
+    out.set(f + 1, { request: q, frees, run: k < start - 1 ? k + 1 : -1 });
+  }
+  return out;
 }
 
 /**

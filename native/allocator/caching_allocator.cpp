@@ -115,6 +115,17 @@ DevicePtr DeviceCachingAllocator::malloc(std::uint64_t size, StreamId stream, st
   return ptr;
 }
 
+bool DeviceCachingAllocator::would_use_cache(std::uint64_t size, StreamId stream, std::uint32_t pool) const {
+  if (size == 0) return true;
+  if (size >= kOneExaByte) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  check_stream(stream);
+  const std::size_t rounded = round_size(static_cast<std::size_t>(size), config_);
+  const bool small = is_small_request(rounded);
+  const BlockPool& bp = pool == 0 ? ledger_.default_pool(small) : small ? private_pool(pool).small : private_pool(pool).large;
+  return best_cached_block(bp, stream, rounded, config_) != nullptr;
+}
+
 bool DeviceCachingAllocator::get_free_block(AllocParams& p) {
   if (gc_enabled()) ledger_.free_block_searched(*p.pool);
   p.block = best_cached_block(*p.pool, p.stream, p.size, config_);
@@ -173,7 +184,7 @@ void DeviceCachingAllocator::throw_oom(const AllocParams& p, std::unique_lock<st
   std::size_t device_free = 0;
   std::size_t device_total = 0;
   device_.mem_get_info(&device_free, &device_total);
-  ledger_.oom(device_free, p.size, p.stream, p.ctx.stack);
+  ledger_.oom(device_free, p.size, p.stream, *p.pool, p.ctx.stack);
   OutOfMemoryInfo info;
   info.device = device_.index();
   info.requested = p.requested;

@@ -55,6 +55,10 @@ class DeviceCachingAllocator {
   void copy_to_device(DevicePtr base, std::uint64_t offset, const void* src, std::uint64_t bytes);
   void copy_to_host(void* dst, DevicePtr base, std::uint64_t offset, std::uint64_t bytes);
   void fill(DevicePtr base, std::uint64_t offset, unsigned char value, std::uint64_t bytes);
+  // Whether malloc(size, stream) routed to `pool` (0: the default pools) would be served by
+  // a cached block now, changing nothing: replay asks it to tell a release inside a request
+  // (whose cached search failed first) from an empty_cache() between requests.
+  bool would_use_cache(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
   // Throws InvalidArgumentError (ERR_CCA_INVALID_STREAM) unless `stream` is live here.
   void require_live_stream(StreamId stream) const;
   // Makes the block wait, when freed, for the work queued on `stream` so far.

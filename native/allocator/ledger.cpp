@@ -86,11 +86,12 @@ void Ledger::count(Counter c) {
   commit(change);
 }
 
-void Ledger::oom(std::uint64_t device_free, std::size_t rounded, StreamId stream, std::uint32_t stack) {
+void Ledger::oom(std::uint64_t device_free, std::size_t rounded, StreamId stream, const BlockPool& pool,
+                 std::uint32_t stack) {
   StateChange change(tracing());
   change.count(Counter::kOom);
   // PyTorch's oom entry: the device's free bytes where the address would be.
-  change.trace(TraceAction::kOom, device_free, rounded, stream, trace_stack(stack), 0);
+  change.trace(TraceAction::kOom, device_free, rounded, stream, trace_stack(stack), 0, pool.pool_id);
   commit(change);
 }
 

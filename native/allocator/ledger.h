@@ -123,7 +123,8 @@ class Ledger {
   void expandable_released(const Block* block);
   // Events that change no block.
   void count(Counter c);
-  void oom(std::uint64_t device_free, std::size_t rounded, StreamId stream, std::uint32_t stack);
+  // The request that could not be met, of `pool` (its MemPool id on the entry, as PyTorch's).
+  void oom(std::uint64_t device_free, std::size_t rounded, StreamId stream, const BlockPool& pool, std::uint32_t stack);
   void snapshot_taken(std::uint64_t active_bytes);
   // A best-fit search while garbage collection is on: blocks age by these.
   void free_block_searched(const BlockPool& pool);
