@@ -214,6 +214,10 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     const freeAt = releasingAction(trace);
     const candidates = releasesInRequests(trace, freeAt, memory.get_allocator_settings().expandable_segments === true);
     const inRequest = { frees: new Set<number>(), runs: new Set<number>(), failFirstTry: new Set<number>() };
+    const lastPoolAlloc = new Map<number, number>();
+    trace.forEach((e, j) => {
+      if (e.action === 'alloc' && (e.pool_id?.[1] ?? 0) !== 0) lastPoolAlloc.set(e.pool_id![1]!, j);
+    });
     // Frees the recording completed inside a request's release (its synchronization) stay
     // pending here, waiting on this held stream, until our own request synchronizes them.
     let blocker: Stream | undefined;
@@ -275,21 +279,23 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
       recorded.peakReserved = Math.max(recorded.peakReserved, recordedNow);
       if (delta < 0 && startsCacheRelease(trace, i)) {
         // A release inside a request is left to our own request (below). Any other is
-        // empty_cache(), and MemPools whose segments it frees were released by the program
-        // (only then are their segments freed): a run of only their segments is the release
-        // of the pool itself, not empty_cache().
+        // empty_cache(); but a run of only the segments of MemPools that allocate nothing
+        // afterwards is the release of those pools by the program.
         if (!inRequest.runs.has(i)) {
           const released = new Set<number>();
           let onlyPools = true;
           for (let j = i; j < trace.length && segmentDelta(trace[j]!) < 0; j++) {
             const id = trace[j]!.pool_id?.[1] ?? 0;
-            if (id === 0) onlyPools = false;
+            if (id === 0 || (lastPoolAlloc.get(id) ?? -1) > j) onlyPools = false;
             else released.add(id);
           }
-          if (!onlyPools) memory.empty_cache(0);
-          for (const id of released) {
-            const p = pools.get(id);
-            if (p && p.use_count() > 0) p.release();
+          if (onlyPools) {
+            for (const id of released) {
+              const p = pools.get(id);
+              if (p && p.use_count() > 0) p.release();
+            }
+          } else {
+            memory.empty_cache(0);
           }
         }
         cacheReleases++;
