@@ -1,8 +1,7 @@
 // frag, diff and leaks: on PyTorch's fixture (numbers checked against the blocks) and on
 // histories recorded here with a known leak, a one-time allocation and annotated steps.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -16,10 +15,11 @@ import { summarize } from '../lib/analysis/summary.js';
 import type { Snapshot } from '../lib/snapshot/types.js';
 import { writeSnapshotFile } from '../lib/snapshot/dump.js';
 import { KiB, MiB, freshSim } from './helpers.js';
+import { tempDir } from './temp-dir.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
-const dir = mkdtempSync(join(tmpdir(), 'cca-analysis-'));
+const dir = tempDir('cca-analysis-');
 
 beforeEach(() => {
   freshSim();

@@ -2,17 +2,17 @@
 // line on stderr ending in a stable code, nothing on stdout, no stack trace, and no file
 // written (viz's HTML, convert's target, or a dump's temporary file).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { memory } from '../lib/index.js';
 import { freshSim } from './helpers.js';
+import { tempDir } from './temp-dir.js';
 
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('./fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
-const dir = mkdtempSync(join(tmpdir(), 'cca-cli-bad-'));
+const dir = tempDir('cca-cli-bad-');
 const out = join(dir, 'out');
 mkdirSync(out);
 
@@ -87,7 +87,7 @@ describe('a failed dump leaves nothing behind', () => {
   it('no temporary file after a dump into a missing folder or onto a directory', async () => {
     freshSim();
     memory._record_memory_history({ enabled: 'all' });
-    const target = mkdtempSync(join(tmpdir(), 'cca-dump-fail-'));
+    const target = tempDir('cca-dump-fail-');
     for (const path of [join(target, 'missing', 'x.pickle'), target, join(target, 'sub')]) {
       if (path.endsWith('sub')) mkdirSync(path);
       await expect(memory._dump_snapshot(path)).rejects.toMatchObject({ code: expect.stringMatching(/^ERR_CCA_(FILE_UNWRITABLE|NOT_A_FILE)$/) });

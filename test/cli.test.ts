@@ -1,14 +1,14 @@
 // The cca command line on PyTorch's ResNet50 fixture and on our own dumps.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { tempDir } from './temp-dir.js';
 
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('./fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
-const dir = mkdtempSync(join(tmpdir(), 'cca-cli-'));
+const dir = tempDir('cca-cli-');
 const cca = (...args: string[]) => execFileSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
 
 describe('cca on PyTorch\'s fixture', () => {

@@ -3,17 +3,17 @@
 // loads it both ways has one allocator and one JS state. The types accept both forms under
 // `tsc --strict --module nodenext`. Run from a project that has the package in node_modules.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { tempDir } from './temp-dir.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TSC = join(ROOT, 'node_modules', '.bin', 'tsc');
 
 function project(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'cca-cjs-'));
+  const dir = tempDir('cca-cjs-');
   mkdirSync(join(dir, 'node_modules'));
   symlinkSync(ROOT, join(dir, 'node_modules', 'cuda-caching-allocator'), 'dir');
   return dir;

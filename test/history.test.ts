@@ -1,11 +1,11 @@
-import { existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { ArgumentTypeError, CudaOutOfMemoryError, Stream, cuda, loadSnapshot, memory } from '../lib/index.js';
 import { native } from '../lib/native.js';
 import { stacks } from '../lib/history/stack-store.js';
 import { MiB, freshSim } from './helpers.js';
+import { tempDir } from './temp-dir.js';
 
 beforeEach(() => {
   freshSim();
@@ -194,7 +194,7 @@ describe('snapshots', () => {
   it('an oom is recorded with device_free, and the hooks run before the error is thrown', () => {
     freshSim({ capacityBytes: 64 * MiB });
     memory._record_memory_history({ enabled: 'all' });
-    const dir = mkdtempSync(join(tmpdir(), 'cca-oom-'));
+    const dir = tempDir('cca-oom-');
     const path = join(dir, 'oom-{pid}.pickle');
     memory.dumpSnapshotOnOutOfMemory(path);
     const seen: number[] = [];

@@ -4,11 +4,11 @@
 // (what an older glibc or another arch gives), ends with the message naming the machine,
 // what was looked for and the two fixes; asking for a source build says so.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, cpSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { tempDir } from './temp-dir.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BUILT = join(ROOT, 'build', 'Release', 'cuda_caching_allocator.node');
@@ -22,7 +22,7 @@ function bareBin(dir: string): string {
 
 /** A copy of the package's install-time files, with `prebuild` as its prebuild (or none). */
 function packageCopy(prebuild: 'good' | 'broken' | 'none'): { dir: string; bin: string } {
-  const root = mkdtempSync(join(tmpdir(), 'cca-install-'));
+  const root = tempDir('cca-install-');
   const dir = join(root, 'pkg');
   mkdirSync(join(dir, 'scripts'), { recursive: true });
   for (const f of ['install.mjs', 'platform.mjs']) copyFileSync(join(ROOT, 'scripts', f), join(dir, 'scripts', f));

@@ -5,15 +5,15 @@
 // --version` and `npx cca demo`. Once on the prebuild with no compiler on PATH, once built
 // from source by `npm rebuild`.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from './temp-dir.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const work = mkdtempSync(join(tmpdir(), 'cca-package-'));
+const work = tempDir('cca-package-');
 // npm's own bin folder holds npm-cli.js and npx-cli.js.
 const NPM_BIN = dirname(realpathSync(execFileSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).trim()));
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));

@@ -2,18 +2,18 @@
 // dict we meant, our reader reads PyTorch's fixture, and a round trip through our reader
 // and writer leaves Python's unpickled object equal to the original.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CorruptSnapshotError, cuda, encodeSnapshot, loadSnapshot, memory, parseSnapshot, tuple, Stream } from '../lib/index.js';
 import { freshSim, MiB } from './helpers.js';
 import { readPickle } from '../lib/snapshot/pickle-reader.js';
+import { tempDir } from './temp-dir.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
 const SUMMARY = fileURLToPath(new URL('./fixtures/pytorch-resnet50-snapshot.summary.json', import.meta.url));
-const dir = mkdtempSync(join(tmpdir(), 'cca-pickle-'));
+const dir = tempDir('cca-pickle-');
 
 // The opcodes MemoryViz.js's unpickler handles (pickletools names).
 const VIEWER_OPCODES = new Set([

@@ -3,11 +3,11 @@
 // with the scrape config of docs/monitoring.md, and its HTTP API must return every
 // process's series with the values the processes report, and answer the docs' queries.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { tempDir } from './temp-dir.js';
 
 const ENTRY = new URL('../dist/index.js', import.meta.url).href;
 const PROMETHEUS = process.env.CCA_PROMETHEUS ?? 'prometheus';
@@ -80,7 +80,7 @@ describe.skipIf(!HAVE)(HAVE ? 'a real Prometheus scraping four processes'
   : `a real Prometheus: skipped, no ${PROMETHEUS} on PATH (apt-get install prometheus, or set CCA_PROMETHEUS)`, () => {
   it('has every process\'s series, with the values each reported', async () => {
     const reported = await Promise.all([0, 1, 2, 3].map(exporter));
-    const dir = mkdtempSync(join(tmpdir(), 'cca-prometheus-'));
+    const dir = tempDir('cca-prometheus-');
     const port = await freePort();
     // The scrape config of docs/monitoring.md, with these processes as targets.
     writeFileSync(join(dir, 'prometheus.yml'), [

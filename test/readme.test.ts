@@ -1,12 +1,12 @@
 // The README's example runs as written (against the built package) and prints what its
 // comments say.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { tempDir } from './temp-dir.js';
 
 describe('README example', () => {
   it('every js example runs as written', () => {
@@ -15,7 +15,7 @@ describe('README example', () => {
     expect(blocks.length).toBeGreaterThanOrEqual(2);
     const entry = new URL('../dist/index.js', import.meta.url).href;
     for (const code of blocks) {
-      const dir = mkdtempSync(join(tmpdir(), 'cca-readme-'));
+      const dir = tempDir('cca-readme-');
       const file = join(dir, 'example.mjs');
       writeFileSync(file, code.replace("'cuda-caching-allocator'", JSON.stringify(entry)));
       execFileSync(process.execPath, [file], { cwd: dir, encoding: 'utf8', env: { ...process.env, CCA_DEVICE: 'sim' } });
@@ -37,7 +37,7 @@ describe('README example', () => {
       for (const m of text.matchAll(/```js\n([\s\S]*?)```/g)) {
         const code = m[1]!;
         if (/^import /m.test(code) && code.trim().split('\n').length === 1) continue;  // the import line alone
-        const dir = mkdtempSync(join(tmpdir(), 'cca-docs-'));
+        const dir = tempDir('cca-docs-');
         const file = join(dir, 'example.mjs');
         writeFileSync(file, header.replace('CudaOutOfMemoryError }', 'CudaOutOfMemoryError, monitoring }') + localize(code));
         execFileSync(process.execPath, [file], { cwd: dir, encoding: 'utf8', env: { ...process.env, CCA_DEVICE: 'sim' } });
@@ -51,7 +51,7 @@ describe('README example', () => {
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
     const code = /```js\n([\s\S]*?)```/.exec(readme)![1]!;
     const entry = new URL('../dist/index.js', import.meta.url).href;
-    const dir = mkdtempSync(join(tmpdir(), 'cca-readme-'));
+    const dir = tempDir('cca-readme-');
     const file = join(dir, 'example.mjs');
     writeFileSync(file, code.replace("'cuda-caching-allocator'", JSON.stringify(entry)));
     const out = execFileSync(process.execPath, [file], { encoding: 'utf8', env: { ...process.env, CCA_DEVICE: 'sim' } });

@@ -233,7 +233,8 @@ function rng(seed: number) {
 // Mixed: allocations on three streams and a MemPool, frees (some waiting on held streams),
 // empty_cache(), a warm start, default and rounding settings. Not yet exact under a mix, and
 // so not here (each is exact alone, above): max_split_size_mb under memory pressure (its
-// partial release before a retry is not always reproduced), expandable segments, and a ring
+// partial release before a retry is not always reproduced), expandable segments (1 seed in
+// 100 under pressure differs), and a ring
 // that wrapped while segments were partly in use (the replay rebuilds the live set and the
 // wholly free segments of the start, not where live blocks sat inside shared segments).
 // Seeds 1-16 on a device with room to spare; 17-96 on 1 GiB, where most requests that need a

@@ -2,8 +2,7 @@
 // context), then the real page in Chromium: it draws, answers clicks and search, and asks
 // for nothing over the network.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
@@ -15,12 +14,13 @@ import { viewerHtml } from '../lib/viewer/html.js';
 import { timeline } from '../lib/analysis/timeline.js';
 import type { Snapshot } from '../lib/snapshot/types.js';
 import { KiB, MiB, freshSim } from './helpers.js';
+import { tempDir } from './temp-dir.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const PAGE = fileURLToPath(new URL('../dist/viewer/page.js', import.meta.url));
 const CHROMIUM = process.env.CCA_CHROMIUM ?? '/usr/bin/chromium';
-const dir = mkdtempSync(join(tmpdir(), 'cca-viewer-'));
+const dir = tempDir('cca-viewer-');
 
 beforeEach(() => {
   freshSim({ capacityBytes: 64 * MiB });

@@ -2,14 +2,13 @@
 // recorded settings and the usual remedies in child processes; each row must equal the
 // same replay run here, in this process.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CudaOutOfMemoryError, analysis, cuda, memory, type DeviceBuffer, type Snapshot } from '../lib/index.js';
 import { writeSnapshotFile } from '../lib/snapshot/dump.js';
 import { MiB } from './helpers.js';
+import { tempDir } from './temp-dir.js';
 
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 
@@ -65,7 +64,7 @@ describe('what-if', () => {
   });
 
   it('cca replay --what-if prints the table, and --json the report', () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'cca-what-if-')), 'run.pickle');
+    const file = join(tempDir('cca-what-if-'), 'run.pickle');
     writeSnapshotFile(recorded(), file);
     const text = execFileSync(process.execPath, [CLI, 'replay', file, '--what-if'], { encoding: 'utf8' });
     expect(text).toMatch(/simulated 512\.00 MiB device \(\d+ processes/);
