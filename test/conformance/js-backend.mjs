@@ -3,7 +3,7 @@
 // (no test runner there: plain node:assert). Ends with "N passed, M failed".
 import assert from 'node:assert/strict';
 import { cuda, memory, loadSnapshot } from '../../dist/index.js';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -80,9 +80,11 @@ test('history, snapshots and a dump that loads back', async () => {
   const b = cuda.alloc(3 * MiB, { tag: 'x' });
   const snap = memory._snapshot();
   assert.ok(snap.device_traces[0].some((e) => e.action === 'alloc' && e.addr === b.ptr && e.user_metadata === 'x'));
-  const file = join(mkdtempSync(join(tmpdir(), 'cca-conf-')), 's.pickle');
+  const dir = mkdtempSync(join(tmpdir(), 'cca-conf-'));
+  const file = join(dir, 's.pickle');
   await memory._dump_snapshot(file);
   assert.equal(loadSnapshot(file).segments.length, snap.segments.length);
+  rmSync(dir, { recursive: true, force: true });
   b.free();
   memory._record_memory_history(null);
 });
