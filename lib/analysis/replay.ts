@@ -212,8 +212,13 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     recorded.peakReserved = recorded.startReserved;
 
     const freeAt = releasingAction(trace);
-    const candidates = releasesInRequests(trace, freeAt, memory.get_allocator_settings().expandable_segments === true);
+    const active = memory.get_allocator_settings();
+    const candidates = releasesInRequests(trace, freeAt, active.expandable_segments === true,
+      typeof active.max_split_size === 'number' && active.max_split_size > 0);
     const inRequest = { frees: new Set<number>(), runs: new Set<number>(), failFirstTry: new Set<number>() };
+    // Entries before this index happened inside one recorded request, which ours replays as
+    // one call: reserved memory is compared after it, not at its steps.
+    let insideRequestUntil = -1;
     const lastPoolAlloc = new Map<number, number>();
     trace.forEach((e, j) => {
       if (e.action === 'alloc' && (e.pool_id?.[1] ?? 0) !== 0) lastPoolAlloc.set(e.pool_id![1]!, j);
@@ -266,10 +271,9 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
         const served = poolId >= 0 && native.wouldUseCache(0, r.size, streamFor(r.stream)?.handle ?? 0, poolId);
         if (!served) {
           for (const j of candidate.frees) inRequest.frees.add(j);
-          if (candidate.run >= 0) {
-            inRequest.runs.add(candidate.run);
-            inRequest.failFirstTry.add(candidate.request);
-          }
+          for (const run of candidate.runs) inRequest.runs.add(run);
+          if (candidate.runs.length > 0) inRequest.failFirstTry.add(candidate.request);
+          insideRequestUntil = candidate.request;
         }
       }
       const delta = segmentDelta(e);
@@ -355,7 +359,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
       }
       // Compared at allocs and frees: a recording puts segment events before the alloc that
       // caused them, while ours happen inside it.
-      const settled = e.action === 'alloc' || e.action === freeAt;
+      const settled = (e.action === 'alloc' || e.action === freeAt) && i >= insideRequestUntil;
       if (settled && firstDivergence === null && recordedNow - recorded.startReserved !== ourNow - ours.startReserved) {
         firstDivergence = { index: i, action: e.action, recordedGrowth: recordedNow - recorded.startReserved, ourGrowth: ourNow - ours.startReserved };
       }
@@ -416,9 +420,13 @@ export interface ReleaseInRequest {
   frees: number[];
   /** The first of its segment frees, or -1 when it released nothing. */
   run: number;
+  /** The first entries of each run of its segment frees (two when it released oversize
+   *  blocks first, then synchronized and released the rest). */
+  runs: number[];
 }
 
-export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string, expandable: boolean): Map<number, ReleaseInRequest> {
+export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string, expandable: boolean,
+  maxSplit = false): Map<number, ReleaseInRequest> {
   const out = new Map<number, ReleaseInRequest>();
   if (expandable || freeAt !== 'free_completed') return out;
   const shrinks = (a: string) => a === 'segment_free' || a === 'segment_unmap';
@@ -430,17 +438,32 @@ export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string,
     else continue;
     let k = start - 1;
     while (k >= 0 && shrinks(trace[k]!.action)) k--;
-    // A free that completed in the same instant it was requested (no stream to wait for) was
-    // the program's, before the request; the frees the request synchronized had waited.
-    const immediate = (j: number) => j > 0 && trace[j - 1]!.action === 'free_requested' &&
+    // Without max_split_size_mb it does not matter whether a free just before the request was
+    // the program's (done at once) or one the request waited for: pending, it is completed by
+    // our request's synchronization before anything is released, and the request's cached
+    // search could not have used it either way. With max_split_size_mb the request releases
+    // oversize blocks before it synchronizes, so a free completed in the same microsecond it
+    // was requested (nothing to wait for) counts as the program's. (A free that waited and
+    // completed within the same microsecond is then misread: the trace cannot tell.)
+    const immediate = (j: number) => maxSplit && j > 0 && trace[j - 1]!.action === 'free_requested' &&
       trace[j - 1]!.addr === trace[j]!.addr && trace[j - 1]!.time_us === trace[j]!.time_us;
     let f = k;
     while (f >= 0 && trace[f]!.action === 'free_completed' && !immediate(f)) f--;
     if (f === start - 1) continue;  // nothing synchronized or released before it
     const frees: number[] = [];
     for (let j = f + 1; j <= k; j++) frees.push(j);
+    // With max_split_size_mb the request first released its oversize blocks, before it
+    // synchronized: a run of segment frees just before those frees is the same request's.
+    let first = f + 1;
+    const runs = k < start - 1 ? [k + 1] : [];
+    if (maxSplit && frees.length > 0 && f >= 0 && shrinks(trace[f]!.action)) {
+      let a = f;
+      while (a >= 0 && shrinks(trace[a]!.action)) a--;
+      runs.push(a + 1);
+      first = a + 1;
+    }
     // Keyed by where the replay must decide: the first entry of the sequence.
-    out.set(f + 1, { request: q, frees, run: k < start - 1 ? k + 1 : -1 });
+    out.set(first, { request: q, frees, run: runs[0] ?? -1, runs });
   }
   return out;
 }
