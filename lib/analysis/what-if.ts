@@ -14,7 +14,8 @@ import { AllocatorError } from '../errors.js';
 import type { Snapshot } from '../snapshot/types.js';
 import { checkInteger, checkOptions, checkString, typeError } from '../validate.js';
 import { deviceArg, snapshotArg } from './args.js';
-import { recordedCapacity, settingsOf, type ReplayReport } from './replay.js';
+import { settingsOf, type ReplayReport } from './replay.js';
+import { recordedCapacity } from './replay-reading.js';
 
 /** Tried besides the recorded settings: PyTorch's usual remedies for fragmentation. */
 export const WHAT_IF_SETTINGS: readonly string[] = [

@@ -1,0 +1,170 @@
+// What a recorded history says beyond its allocs and frees, for replay: where the cache
+// was released and whether inside a request, the device's size, the segments that were
+// there at the start, and the order of segment events to compare with ours.
+import type { Snapshot, TraceEntry } from '../snapshot/types.js';
+import { timeline } from './timeline.js';
+
+/**
+ * Whether the segment free at `i` opens a run of segment frees: the cache released, by
+ * empty_cache() or by an allocation that retries after a failed device malloc (or ends in an
+ * OOM). Both release every free segment, so the replay calls empty_cache() there: it cannot
+ * count on its own device running out at the same point. (With max_split_size_mb set, PyTorch
+ * first releases only oversize blocks; a replay that releases more shows it as a divergence.)
+ */
+export function startsCacheRelease(trace: readonly TraceEntry[], i: number): boolean {
+  const shrinks = (a: string) => a === 'segment_free' || a === 'segment_unmap';
+  return shrinks(trace[i]!.action) && (i === 0 || !shrinks(trace[i - 1]!.action));
+}
+
+/**
+ * Where the recording released memory inside a request rather than between requests. A
+ * request that finds no cached block and no room on the device synchronizes every pending
+ * free, releases the cache and tries again: in the trace, the frees it completed
+ * (free_completed), then its segment frees, then its outcome (segment_alloc and alloc, or
+ * oom). Replaying that as frees, then empty_cache(), then the request would let the request
+ * take the blocks those frees gave back, which the recorded request never saw (its cached
+ * search came before them). The same entries also follow an empty_cache() and then a request
+ * that needed a new segment; the replay tells them apart when it gets there: if our cache
+ * would serve the request then (native wouldUseCache), the recorded request's search cannot
+ * have failed, so it was not this. Otherwise the frees are replayed as frees left pending on
+ * a held stream, the run of segment frees is not replayed as empty_cache(), and when the
+ * recording released something the request's first device malloc fails, so that our own
+ * request synchronizes, releases by our policy (only oversize blocks first, with
+ * max_split_size_mb) and tries again. Expandable segments (pages mapped, not malloc'd) keep
+ * the empty_cache() replay.
+ */
+export interface ReleaseInRequest {
+  /** The request's outcome: its alloc (after the segment made for it) or its oom. */
+  request: number;
+  /** The free_completed entries it synchronized. */
+  frees: number[];
+  /** The first of its segment frees, or -1 when it released nothing. */
+  run: number;
+  /** The first entries of each run of its segment frees (two when it released oversize
+   *  blocks first, then synchronized and released the rest). */
+  runs: number[];
+}
+
+export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string, expandable: boolean,
+  maxSplit = false): Map<number, ReleaseInRequest> {
+  const out = new Map<number, ReleaseInRequest>();
+  if (expandable || freeAt !== 'free_completed') return out;
+  const shrinks = (a: string) => a === 'segment_free' || a === 'segment_unmap';
+  for (let q = 0; q < trace.length; q++) {
+    const e = trace[q]!;
+    let start: number;
+    if (e.action === 'oom') start = q;
+    else if (e.action === 'alloc' && q > 0 && trace[q - 1]!.action === 'segment_alloc' && trace[q - 1]!.addr === e.addr) start = q - 1;
+    else continue;
+    let k = start - 1;
+    while (k >= 0 && shrinks(trace[k]!.action)) k--;
+    // Without max_split_size_mb it does not matter whether a free just before the request was
+    // the program's (done at once) or one the request waited for: pending, it is completed by
+    // our request's synchronization before anything is released, and the request's cached
+    // search could not have used it either way. With max_split_size_mb the request releases
+    // oversize blocks before it synchronizes, so a free completed in the same microsecond it
+    // was requested (nothing to wait for) counts as the program's. (A free that waited and
+    // completed within the same microsecond is then misread: the trace cannot tell.)
+    const immediate = (j: number) => maxSplit && j > 0 && trace[j - 1]!.action === 'free_requested' &&
+      trace[j - 1]!.addr === trace[j]!.addr && trace[j - 1]!.time_us === trace[j]!.time_us;
+    let f = k;
+    while (f >= 0 && trace[f]!.action === 'free_completed' && !immediate(f)) f--;
+    if (f === start - 1) continue;  // nothing synchronized or released before it
+    const frees: number[] = [];
+    for (let j = f + 1; j <= k; j++) frees.push(j);
+    // With max_split_size_mb the request first released its oversize blocks, before it
+    // synchronized: a run of segment frees just before those frees is the same request's.
+    let first = f + 1;
+    const runs = k < start - 1 ? [k + 1] : [];
+    if (maxSplit && frees.length > 0 && f >= 0 && shrinks(trace[f]!.action)) {
+      let a = f;
+      while (a >= 0 && shrinks(trace[a]!.action)) a--;
+      runs.push(a + 1);
+      first = a + 1;
+    }
+    // Keyed by where the replay must decide: the first entry of the sequence.
+    out.set(first, { request: q, frees, run: runs[0] ?? -1, runs });
+  }
+  return out;
+}
+
+/**
+ * The recorded device's total memory, from its OOM entries: free bytes then plus reserved
+ * then. `reserved` is the timeline's series, when the caller has it already.
+ */
+export function recordedCapacity(s: Snapshot, device: number, reserved?: Float64Array): number | undefined {
+  const trace = s.device_traces[device] ?? [];
+  if (!trace.some((e) => e.action === 'oom' && typeof e.device_free === 'number')) return undefined;
+  reserved ??= timeline(s, device).reserved;
+  let total = 0;
+  trace.forEach((e, i) => {
+    if (e.action === 'oom' && typeof e.device_free === 'number') total = Math.max(total, e.device_free + reserved[i]!);
+  });
+  return Math.min(total, 2 ** 40);
+}
+
+export interface StartSegment {
+  address: number;
+  size: number;
+  stream: number;
+  pool: number;
+}
+
+/**
+ * Segments present when the history began that held no live allocation then: those of the
+ * final state, and those freed during the history, that the history did not create.
+ */
+export function freeSegmentsAtStart(s: Snapshot, device: number, initialLive: Map<number, unknown>): StartSegment[] {
+  const trace = s.device_traces[device] ?? [];
+  const created = new Set<number>();
+  const found = new Map<number, StartSegment>();
+  for (const e of trace) {
+    if (e.addr === undefined) continue;
+    if (e.action === 'segment_alloc') created.add(e.addr);
+    else if (e.action === 'segment_free' && !created.has(e.addr) && !found.has(e.addr)) {
+      found.set(e.addr, { address: e.addr, size: e.size, stream: e.stream, pool: e.pool_id?.[1] ?? 0 });
+    }
+  }
+  for (const seg of s.segments) {
+    if (seg.device !== device || seg.is_expandable || created.has(seg.address) || found.has(seg.address)) continue;
+    found.set(seg.address, { address: seg.address, size: seg.total_size, stream: seg.stream, pool: seg.segment_pool_id?.[1] ?? 0 });
+  }
+  const live = [...initialLive.keys()].sort((a, b) => a - b);
+  const holdsLive = (g: StartSegment) => {
+    let lo = 0;
+    let hi = live.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (live[mid]! < g.address) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < live.length && live[lo]! < g.address + g.size;
+  };
+  return [...found.values()].filter((g) => !holdsLive(g)).sort((a, b) => a.address - b.address);
+}
+
+/** The segment events (alloc/free/map/unmap and their sizes) in order, ours against the
+ *  recording's: equal when `firstMismatch` is null. */
+export interface SegmentEventComparison {
+  recorded: number;
+  ours: number;
+  firstMismatch: { at: number; recorded: string; ours: string } | null;
+}
+
+const SEGMENT_ACTIONS = new Set(['segment_alloc', 'segment_free', 'segment_map', 'segment_unmap']);
+
+/** The first place where the two sequences of segment events (action and size) differ. */
+export function compareSegmentEvents(recorded: readonly TraceEntry[], ours: readonly TraceEntry[]): SegmentEventComparison {
+  const label = (e: TraceEntry | undefined) => (e ? `${e.action} ${e.size}` : '(none)');
+  const a = recorded.filter((e) => SEGMENT_ACTIONS.has(e.action));
+  const b = ours.filter((e) => SEGMENT_ACTIONS.has(e.action));
+  let firstMismatch: SegmentEventComparison['firstMismatch'] = null;
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    if (label(a[i]) !== label(b[i])) {
+      firstMismatch = { at: i, recorded: label(a[i]), ours: label(b[i]) };
+      break;
+    }
+  }
+  return { recorded: a.length, ours: b.length, firstMismatch };
+}
+
