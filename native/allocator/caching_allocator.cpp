@@ -121,8 +121,7 @@ bool DeviceCachingAllocator::would_use_cache(std::uint64_t size, StreamId stream
   std::lock_guard<std::mutex> lock(mu_);
   check_stream(stream);
   const std::size_t rounded = round_size(static_cast<std::size_t>(size), config_);
-  const bool small = is_small_request(rounded);
-  const BlockPool& bp = pool == 0 ? ledger_.default_pool(small) : small ? private_pool(pool).small : private_pool(pool).large;
+  const BlockPool& bp = pool_of(pool == 0 ? nullptr : &private_pool(pool), is_small_request(rounded));
   return best_cached_block(bp, stream, rounded, config_) != nullptr;
 }
 

@@ -153,12 +153,17 @@ class DeviceCachingAllocator {
 
   // --- the malloc fallback chain (caching_allocator.cpp) ---
   void check_stream(StreamId stream) const;
+  // The pool a rounded request goes to: the thread's routed MemPool, else the default one.
   const BlockPool& pool_for(std::size_t rounded) const {
     const bool small = is_small_request(rounded);
-    if (!routes_.empty()) {
-      if (const PrivatePool* p = routed_pool()) return small ? p->small : p->large;
-    }
+    // Routes are rare: the common case asks for nothing but the default pool.
+    if (!routes_.empty()) return pool_of(routed_pool(), small);
     return ledger_.default_pool(small);
+  }
+  // A MemPool's small or large pool; the default pools for nullptr.
+  const BlockPool& pool_of(const PrivatePool* p, bool small) const {
+    if (p == nullptr) return ledger_.default_pool(small);
+    return small ? p->small : p->large;
   }
   bool get_free_block(AllocParams& p);
   bool trigger_free_memory_callbacks(std::unique_lock<std::mutex>& lock);

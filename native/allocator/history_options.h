@@ -22,7 +22,7 @@ struct HistoryOptions {
   bool clear_history = false;
 };
 
-// (0: none).
+// What the caller knows about a call: its interned stack and tag (0: none).
 struct CallContext {
   std::uint32_t stack = 0;
   std::uint32_t tag = 0;

@@ -96,8 +96,10 @@ void Ledger::oom(std::uint64_t device_free, std::size_t rounded, StreamId stream
 }
 
 void Ledger::snapshot_taken(std::uint64_t active_bytes) {
-  // PyTorch records every snapshot in the history, with the device's active bytes.
-  StateChange change(tracing());
+  // PyTorch records every snapshot in the history, with the device's active bytes. It
+  // changes no stat: with history off there is nothing to do (the monitoring path).
+  if (!tracing()) return;
+  StateChange change(true);
   change.trace(TraceAction::kSnapshot, 0, active_bytes, 0, 0, 0);
   commit(change);
 }

@@ -8,9 +8,11 @@
 //     -> [pending on other streams' events] -> free completed (merged)
 //     -> segment released / pages unmapped
 //
-// and each records the blocks it touches before and after, the counter it bumps and its
-// trace entries in one StateChange, committed at once: the stats follow block states and
-// the history cannot disagree with them (the validator proves both). Everything else
+// and each of these records the blocks it touches before and after, the counter it bumps
+// and its trace entries in one StateChange, committed at once: the stats follow block
+// states and the history cannot disagree with them (the validator proves both). The other
+// mutators (stream uses, MemPool use counts, history settings, stat resets, the GC's
+// search count) change no block and no stat, so they need no commit. Everything else
 // reads: the ledger hands out only const blocks, pools and segments, and their links are
 // const-propagating (link.h), so code outside cannot change a block, a pool or a stat; the
 // compiler refuses it. Device calls are the allocator's: it makes them first and records
