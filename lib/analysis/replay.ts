@@ -167,6 +167,8 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     }
     return use_mem_pool(p, () => cuda.alloc(size, { stream: streamFor(stream) }));
   };
+  // Set while a device malloc failure is injected for a request (see releasesInRequests).
+  let injected = false;
   // Whatever happens, the replay's buffers and streams go: the caller's runtime is left empty.
   try {
     const initial = rec.initialLive;
@@ -256,7 +258,10 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     // After a request: an unused injected failure is dropped, and frees it did not
     // synchronize (it released nothing) complete now, as they had in the recording.
     const settleRequest = (): void => {
-      cuda.sim.failNextMallocs(0, 0);
+      if (injected) {
+        cuda.sim.failNextMallocs(0, 0);
+        injected = false;
+      }
       if (pendingInRequest.length > 0 && blocker) {
         cuda.sim.completeStream(blocker);
         blocker.synchronize();
@@ -310,7 +315,10 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
         ourNow = memory.memory_reserved(0);
       }
       // The device was full for this request's first try in the recording: so it is here.
-      if (inRequest.failFirstTry.has(i)) cuda.sim.failNextMallocs(1, 0);
+      if (inRequest.failFirstTry.has(i)) {
+        cuda.sim.failNextMallocs(1, 0);
+        injected = true;
+      }
       if (e.action === 'oom') {
         // The request that failed there (its rounded size): does it fail here too? Either way
         // the program went on, and so does the replay; a request that fits is given back.
@@ -381,6 +389,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
       initialLive: { count: initial.size, bytes: initialBytes }, initialFreeSegments, segmentEvents, recorded, oursAtPeak: atPeak, ours, firstDivergence, oom,
     };
   } finally {
+    if (injected) cuda.sim.failNextMallocs(0, 0);  // a request that ended the replay
     for (const b of live.values()) if (!b.disposed) b.free();
     for (const st of streams.values()) if (!st.destroyed) st.destroy();
     for (const p of pools.values()) if (p.use_count() > 0) p.release();
