@@ -8,6 +8,7 @@ import os from 'node:os';
 import { cuda, memory } from '../dist/index.js';
 import { freshState, machine } from './common.mjs';
 import { native } from '../dist/native.js';
+import { fillCache } from './cache-setup.mjs';
 
 function median(fn, iters) {
   const runs = [];
@@ -25,9 +26,7 @@ console.log(`cached alloc+free pair from JS (${machine()})`);
 console.log('cached blocks   empty N-API pair (ns)   raw binding pair (ns)  ratio   public API pair (ns)  ratio');
 for (const n of [16, 1000, 100000]) {
   freshState({ capacityBytes: 64 * 2 ** 30 });
-  const ptrs = [];
-  for (let i = 0; i < 2 * n; i++) ptrs.push(native.alloc(0, 512 * (1 + (Math.floor(i / 2) % 64)), 0));
-  for (let i = 0; i < ptrs.length; i += 2) native.free(0, ptrs[i]);
+  const ptrs = fillCache(native, n);
 
   const base = median((k) => {
     let s = 0;

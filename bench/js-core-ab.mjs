@@ -6,6 +6,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { fillCache } from './cache-setup.mjs';
 
 const [oldRoot, newRoot] = process.argv.slice(2);
 if (!oldRoot || !newRoot) throw new Error('usage: node bench/js-core-ab.mjs OLD_ROOT NEW_ROOT');
@@ -30,9 +31,7 @@ console.log('blocks    old (ns)   new (ns)  new/old');
 for (const n of [16, 1000, 100000]) {
   for (const native of Object.values(sides)) {
     native.replaceRuntime('sim', 1, 64 * 2 ** 30);
-    const ptrs = [];
-    for (let i = 0; i < 2 * n; i++) ptrs.push(native.alloc(0, 512 * (1 + (Math.floor(i / 2) % 64)), 0));
-    for (let i = 0; i < ptrs.length; i += 2) native.free(0, ptrs[i]);
+    fillCache(native, n);
     pairNs(native);  // warm
   }
   const figures = { old: [], new: [] };

@@ -17,6 +17,7 @@
 
 #include "allocator/caching_allocator.h"
 #include "device/sim/sim_device.h"
+#include "cache_setup.h"
 #include "timing.h"
 
 using namespace cca;
@@ -42,9 +43,7 @@ int main() {
   for (std::size_t n : {16u, 1000u, 100000u}) {
     SimPlatform platform(SimOptions{1, std::size_t{64} << 30});
     DeviceCachingAllocator a(platform.device(0), AllocatorConfig{});
-    std::vector<DevicePtr> ptrs;
-    for (std::size_t i = 0; i < 2 * n; ++i) ptrs.push_back(a.malloc(512 * (1 + (i / 2) % 64), 0));
-    for (std::size_t i = 0; i < ptrs.size(); i += 2) a.free(ptrs[i]);
+    bench::fill_cache(a, n);
     const std::size_t iters = 2000000;
     double pair = median_ns_per_op(iters, [&](std::size_t) { a.free(a.malloc(4096, 0)); });
     double split = median_ns_per_op(iters, [&](std::size_t) { a.free(a.malloc(40960, 0)); });

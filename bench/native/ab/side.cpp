@@ -3,12 +3,13 @@
 // core's sources (with its namespace renamed, -Dcca=cca_old) and once against the current
 // ones, each time inside the namespace AB_SIDE, so both cores run in the same process and
 // the runs can interleave.
-#include <chrono>
 #include <cstdint>
 #include <vector>
 
 #include "allocator/caching_allocator.h"
 #include "device/sim/sim_device.h"
+#include "../cache_setup.h"
+#include "../timing.h"
 
 namespace AB_SIDE {
 
@@ -17,23 +18,11 @@ namespace {
 struct State {
   explicit State(std::size_t n)
       : platform(cca::SimOptions{1, std::size_t{64} << 30}), a(platform.device(0), cca::AllocatorConfig{}) {
-    // As bench/native/alloc_free_bench.cpp: 2N blocks of 64 sizes, every other one freed,
-    // so N free blocks sit in the pool between live ones.
-    std::vector<cca::DevicePtr> ptrs;
-    for (std::size_t i = 0; i < 2 * n; ++i) ptrs.push_back(a.malloc(512 * (1 + (i / 2) % 64), 0));
-    for (std::size_t i = 0; i < ptrs.size(); i += 2) a.free(ptrs[i]);
+    bench::fill_cache(a, n);
   }
   cca::SimPlatform platform;
   cca::DeviceCachingAllocator a;
 };
-
-template <class F>
-double ns_per_op(std::size_t iters, F&& body) {
-  const auto t0 = std::chrono::steady_clock::now();
-  for (std::size_t i = 0; i < iters; ++i) body();
-  const auto t1 = std::chrono::steady_clock::now();
-  return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(iters);
-}
 
 }  // namespace
 
@@ -44,14 +33,14 @@ bool valid(void* s) { return static_cast<State*>(s)->a.validate().empty(); }
 // Exact-fit cached alloc+free of 4096 bytes: no split, no merge, no device call.
 double pair_ns(void* s, std::size_t iters) {
   cca::DeviceCachingAllocator& a = static_cast<State*>(s)->a;
-  return ns_per_op(iters, [&] { a.free(a.malloc(4096, 0)); });
+  return bench::ns_per_op(iters, [&](std::size_t) { a.free(a.malloc(4096, 0)); });
 }
 
 // 40 KiB: bigger than every cached block but a segment's free tail, which is split on
 // alloc and merged back on free.
 double split_ns(void* s, std::size_t iters) {
   cca::DeviceCachingAllocator& a = static_cast<State*>(s)->a;
-  return ns_per_op(iters, [&] { a.free(a.malloc(40960, 0)); });
+  return bench::ns_per_op(iters, [&](std::size_t) { a.free(a.malloc(40960, 0)); });
 }
 
 // The exact-fit pair with history on (3 trace entries per pair into a wrapping 100k ring).
@@ -61,7 +50,7 @@ double traced_ns(void* s, std::size_t iters) {
   h.enabled = true;
   h.max_entries = 100000;
   a.set_history(h);
-  const double ns = ns_per_op(iters, [&] { a.free(a.malloc(4096, 0)); });
+  const double ns = bench::ns_per_op(iters, [&](std::size_t) { a.free(a.malloc(4096, 0)); });
   a.set_history(cca::HistoryOptions{});
   return ns;
 }
@@ -71,7 +60,7 @@ double sample_ns(void* s, std::size_t iters) {
   cca::DeviceCachingAllocator& a = static_cast<State*>(s)->a;
   std::vector<double> values(cca::stat_keys().size());
   volatile double sink = 0;
-  const double ns = ns_per_op(iters, [&] {
+  const double ns = bench::ns_per_op(iters, [&](std::size_t) {
     const auto m = a.monitor_sample();
     cca::stat_values(m.stats, -1, values.data());
     sink = sink + values[0] + static_cast<double>(m.largest_free_large);
