@@ -49,10 +49,16 @@ export class CudaOutOfMemoryError extends AllocatorError {
   constructor(message: string, details: OutOfMemoryDetails) {
     super(message, 'ERR_CUDA_OUT_OF_MEMORY');
     Object.assign(this, details);
+    detailsByError.set(this, details);
   }
 }
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type, @typescript-eslint/no-unsafe-declaration-merging
 export interface CudaOutOfMemoryError extends Readonly<OutOfMemoryDetails> {}
+
+const detailsByError = new WeakMap<CudaOutOfMemoryError, OutOfMemoryDetails>();
+/** @internal The numbers an out-of-memory error was made with (for the OOM hooks). */
+export function detailsOf(error: CudaOutOfMemoryError): OutOfMemoryDetails {
+  return detailsByError.get(error)!;
+}
 
 /** `ERR_CCA_INVALID_POINTER`: a foreign pointer, an interior pointer or a double free. */
 export class InvalidPointerError extends AllocatorError {

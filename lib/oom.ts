@@ -1,6 +1,6 @@
 // Out-of-memory hooks, public and safe to register before the first allocation: callbacks
 // get the numbers, and a snapshot can be written automatically at the moment of the OOM.
-import type { CudaOutOfMemoryError, OutOfMemoryDetails } from './errors.js';
+import { detailsOf, type CudaOutOfMemoryError, type OutOfMemoryDetails } from './errors.js';
 import { checkString, typeError } from './validate.js';
 import { fullSnapshot } from './snapshot/build.js';
 import { writeSnapshotFile } from './snapshot/dump.js';
@@ -34,9 +34,7 @@ export function dumpSnapshotOnOutOfMemory(path: string | null): void {
 
 /** @internal Called by cuda.alloc before rethrowing. Hooks never replace the OOM error. */
 export function notifyOutOfMemory(error: CudaOutOfMemoryError): void {
-  // The error's own enumerable fields are its numbers, its code and its name.
-  const { code: _code, name: _name, ...numbers } = error as CudaOutOfMemoryError & { code: string; name: string };
-  const event: OutOfMemoryEvent = { ...(numbers as OutOfMemoryDetails), error };
+  const event: OutOfMemoryEvent = { ...detailsOf(error), error };
   for (const cb of callbacks) {
     try {
       cb(event);

@@ -84,12 +84,17 @@ describe('out-of-memory numbers', () => {
   it('the addon sends exactly the fields OutOfMemoryDetails declares, each a number', () => {
     freshSim({ capacityBytes: 64 * MiB });
     const keep = cuda.alloc(8 * KiB);
+    const events: object[] = [];
+    const stop = memory.onOutOfMemory((e) => events.push(e));
     let caught: unknown;
     try {
       cuda.alloc(128 * MiB);
     } catch (e) {
       caught = e;
     }
+    stop();
+    // The OOM hooks get the same numbers, and the error.
+    expect(Object.keys(events[0]!).sort()).toEqual([...Object.keys(detailKeys), 'error'].sort());
     expect(caught).toBeInstanceOf(CudaOutOfMemoryError);
     const err = caught as CudaOutOfMemoryError & Record<string, unknown>;
     const numbers = Object.keys(err).filter((k) => k !== 'code' && k !== 'name');

@@ -4,6 +4,7 @@
 // when the two differ. At load the addon's own list (snapshotLayout()) is compared with
 // the generated one: an addon from another version (a stale build or prebuild) is refused
 // with a clear error instead of decoding shifted numbers.
+import { AllocatorError } from '../errors.js';
 import { native } from '../native.js';
 import { BLOCK_FIELDS, SEGMENT_FIELDS, TRACE_FIELDS } from './records.generated.js';
 
@@ -15,13 +16,12 @@ type RecordKind = keyof typeof decodedFields;
 export function checkLayout(kind: RecordKind, names: readonly string[]): void {
   const want = decodedFields[kind];
   if (names.length === want.length && names.every((n, i) => n === want[i])) return;
-  const err = new Error(
+  throw new AllocatorError(
     `cuda-caching-allocator: the native addon's ${kind} records hold [${names.join(', ')}] but this ` +
       `version reads [${want.join(', ')}]: the addon is from another version. Rebuild it ` +
       '(npm rebuild cuda-caching-allocator).',
-  ) as Error & { code: string };
-  err.code = 'ERR_CCA_ADDON_MISMATCH';
-  throw err;
+    'ERR_CCA_ADDON_MISMATCH',
+  );
 }
 
 const addon = native.snapshotLayout();
