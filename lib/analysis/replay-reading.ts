@@ -38,8 +38,6 @@ export interface ReleaseInRequest {
   request: number;
   /** The free_completed entries it synchronized. */
   frees: number[];
-  /** The first of its segment frees, or -1 when it released nothing. */
-  run: number;
   /** The first entries of each run of its segment frees (two when it released oversize
    *  blocks first, then synchronized and released the rest). */
   runs: number[];
@@ -83,7 +81,7 @@ export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string,
       first = a + 1;
     }
     // Keyed by where the replay must decide: the first entry of the sequence.
-    out.set(first, { request: q, frees, run: runs[0] ?? -1, runs });
+    out.set(first, { request: q, frees, runs });
   }
   return out;
 }

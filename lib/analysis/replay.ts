@@ -232,7 +232,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     // Frees the recording completed inside a request's release (its synchronization) stay
     // pending here, waiting on this held stream, until our own request synchronizes them.
     let blocker: Stream | undefined;
-    const pendingInRequest: number[] = [];
+    let pendingInRequest = 0;  // frees left pending for the next request to synchronize
     let recordedNow = recorded.startReserved;
     let ourNow = ours.startReserved;
     let allocs = 0;
@@ -262,10 +262,10 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
         cuda.sim.failNextMallocs(0, 0);
         injected = false;
       }
-      if (pendingInRequest.length > 0 && blocker) {
+      if (pendingInRequest > 0 && blocker) {
         cuda.sim.completeStream(blocker);
         blocker.synchronize();
-        pendingInRequest.length = 0;
+        pendingInRequest = 0;
       }
     };
     let firstDivergence: ReplayReport['firstDivergence'] = null;
@@ -358,7 +358,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
           blocker ??= holdingStream();
           cuda.recordStream(buf, blocker);
           buf.free();
-          pendingInRequest.push(e.addr);
+          pendingInRequest++;
           live.delete(e.addr);
           frees++;
         } else if (buf) {
