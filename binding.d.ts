@@ -9,6 +9,8 @@ export interface RuntimeInfo {
   note: string;
   /** Increases when the runtime is replaced; stale handles carry an older one. */
   generation: number;
+  /** True when this thread has simulated devices of its own (cuda.sim.isolate()). */
+  isolated: boolean;
 }
 
 export interface DeviceInfo {
@@ -134,7 +136,10 @@ export interface NativeBinding {
   setErrorFactory(factory: ErrorFactory): void;
   runtimeInfo(): RuntimeInfo;
   deviceInfo(device: number): DeviceInfo;
+  /** Replaces this environment's runtime (its own when isolated, else the process's); returns the generation. */
   replaceRuntime(backend: string, devices: number, capacityBytes: number): number;
+  /** Gives this environment simulated devices that no other thread sees; returns the generation. */
+  isolateRuntime(devices: number, capacityBytes: number): number;
   simHoldStream(device: number, stream: number, held: boolean): void;
   simCompleteStream(device: number, stream: number): void;
   simFailNextMallocs(device: number, count: number): void;

@@ -1,7 +1,7 @@
 // The `cuda` namespace: devices, streams, allocation and the simulator's controls.
 import { DeviceBuffer, makeDeviceBuffer } from './device-buffer.js';
 import { CudaOutOfMemoryError, InvalidArgumentError } from './errors.js';
-import { capture, sampleStack } from './history/record.js';
+import { capture, forgetHistorySettings, sampleStack } from './history/record.js';
 import { stacks, tags } from './history/stack-store.js';
 import { notifyOutOfMemory } from './oom.js';
 import { native } from './native.js';
@@ -121,6 +121,16 @@ export interface SimConfigureOptions {
   capacityBytes?: number;
 }
 
+function simOptions(what: string, options: SimConfigureOptions | undefined): { devices: number; capacity: number } {
+  const o = checkOptions<SimConfigureOptions>(what, options, ['devices', 'capacityBytes']);
+  const devices = o.devices === undefined ? 1 : checkInteger('options.devices', o.devices, 1, 64);
+  const capacity = o.capacityBytes === undefined ? 16 * 2 ** 30 : checkSize('options.capacityBytes', o.capacityBytes);
+  if (capacity < 1 || capacity > 2 ** 40) {
+    throw new InvalidArgumentError(`options.capacityBytes must be from 1 byte to 1 TiB, got ${capacity}`, 'ERR_INVALID_ARG_VALUE');
+  }
+  return { devices, capacity };
+}
+
 /**
  * Controls of the simulated GPU (the `sim` backend). They throw InvalidArgumentError
  * (`ERR_CCA_NOT_SIMULATED`) on a real GPU.
@@ -131,14 +141,22 @@ export const sim = {
    * becomes stale (using one throws). Meant for tests and demos on a single thread.
    */
   configure(options?: SimConfigureOptions): void {
-    const o = checkOptions<SimConfigureOptions>('sim.configure options', options, ['devices', 'capacityBytes']);
-    const devices = o.devices === undefined ? 1 : checkInteger('options.devices', o.devices, 1, 64);
-    const capacity = o.capacityBytes === undefined ? 16 * 2 ** 30 : checkSize('options.capacityBytes', o.capacityBytes);
-    if (capacity < 1 || capacity > 2 ** 40) {
-      throw new InvalidArgumentError(`options.capacityBytes must be from 1 byte to 1 TiB, got ${capacity}`, 'ERR_INVALID_ARG_VALUE');
-    }
+    const { devices, capacity } = simOptions('sim.configure options', options);
     setGeneration(native.replaceRuntime('sim', devices, capacity));
     resetCurrentDevice();
+    forgetHistorySettings();
+  },
+  /**
+   * Gives this thread simulated devices of its own, which no other thread sees: a worker
+   * thread can then run a simulation (a replay, a test) while others run theirs. Works on
+   * any backend, the process's runtime is untouched, and `configure()` in this thread then
+   * replaces only its own devices. Buffers and streams this thread made before become stale.
+   */
+  isolate(options?: SimConfigureOptions): void {
+    const { devices, capacity } = simOptions('sim.isolate options', options);
+    setGeneration(native.isolateRuntime(devices, capacity));
+    resetCurrentDevice();
+    forgetHistorySettings();
   },
   /** A held stream's work (and so the frees waiting on it) does not complete until released. */
   holdStream(stream: Stream, held = true): void {

@@ -135,7 +135,7 @@ export class DeviceBuffer {
     }
     if (this.#generation !== generation()) {
       throw new InvalidPointerError(
-        `${operation}: buffer 0x${this.ptr.toString(16)} belongs to a runtime replaced by cuda.sim.configure()`,
+        `${operation}: buffer 0x${this.ptr.toString(16)} belongs to a runtime replaced by cuda.sim.configure() or cuda.sim.isolate()`,
       );
     }
   }

@@ -4,6 +4,9 @@ import { checkInteger } from './validate.js';
 import type { DeviceInfo, RuntimeInfo } from '../binding.js';
 
 let current = 0;
+// The count cannot change while a runtime lives, and every call that takes a device index
+// checks it: read once per runtime (resetCurrentDevice clears it), not per call.
+let count: number | undefined;
 
 /** The backend in use and why it was chosen (the simulator says so). */
 export function runtimeInfo(): RuntimeInfo {
@@ -11,7 +14,7 @@ export function runtimeInfo(): RuntimeInfo {
 }
 
 export function deviceCount(): number {
-  return native.runtimeInfo().deviceCount;
+  return (count ??= native.runtimeInfo().deviceCount);
 }
 
 /** Checks a device index (default: the current device) against the device count. */
@@ -42,7 +45,8 @@ export function isSimulated(device?: number): boolean {
   return getDeviceProperties(device).simulated;
 }
 
-/** Resets the current device when the runtime is replaced. */
+/** Resets the current device (and the count) when the runtime is replaced. */
 export function resetCurrentDevice(): void {
   current = 0;
+  count = undefined;
 }

@@ -73,7 +73,7 @@ export class Stream {
     }
     if (this.#generation !== generation()) {
       throw new InvalidArgumentError(
-        `${name} belongs to a runtime that was replaced by cuda.sim.configure(); create a new Stream`,
+        `${name} belongs to a runtime that was replaced by cuda.sim.configure() or cuda.sim.isolate(); create a new Stream`,
         'ERR_CCA_INVALID_STREAM',
       );
     }

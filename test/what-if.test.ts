@@ -1,6 +1,6 @@
 // `analysis.whatIf` / `cca replay --what-if`: one recorded history replayed under the
-// recorded settings and the usual remedies in child processes; each row must equal the
-// same replay run here, in this process.
+// recorded settings and the usual remedies in worker threads, each on devices of its own;
+// each row must equal the same replay run here, and the caller's memory is untouched.
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,7 +37,11 @@ function recorded(): Snapshot {
 describe('what-if', () => {
   it('replays under every setting in parallel, each row as a replay here gives it', async () => {
     const snap = recorded();
+    const held = cuda.alloc(5 * MiB);
+    const before = memory.memory_stats();
     const report = await analysis.whatIf(snap, { settings: ['max_split_size_mb:32'], workers: 2 });
+    expect(memory.memory_stats()).toEqual(before);
+    held.free();
     expect(report.capacityBytes).toBe(512 * MiB);  // from the recorded OOM entry
     expect(report.workers).toBe(2);
     expect(report.rows.map((r) => r.settings)).toEqual(['', ...analysis.WHAT_IF_SETTINGS, 'max_split_size_mb:32']);
@@ -67,7 +71,7 @@ describe('what-if', () => {
     const file = join(tempDir('cca-what-if-'), 'run.pickle');
     writeSnapshotFile(recorded(), file);
     const text = execFileSync(process.execPath, [CLI, 'replay', file, '--what-if'], { encoding: 'utf8' });
-    expect(text).toMatch(/simulated 512\.00 MiB device \(\d+ processes/);
+    expect(text).toMatch(/simulated 512\.00 MiB device \(\d+ threads/);
     expect(text).toMatch(/^\(defaults\) \(recorded\)\s+[\d.]+ MiB\s+[\d.]+ MiB\s+\d+\s+[\d.]+ (B|KiB|MiB)\s+[\d.]+%\s+1 of 1\s+[\d.]+ s$/m);
     expect(text).toMatch(/^expandable_segments:True /m);
     const json = JSON.parse(execFileSync(process.execPath, [CLI, 'replay', file, '--what-if', '--json', '--settings', 'max_split_size_mb:24'], { encoding: 'utf8' }));

@@ -1,14 +1,12 @@
 // "Would other allocator settings have avoided this OOM, or cut the peak?": the recorded
 // history replayed under several settings, one row each. The replays run in parallel in
-// child processes, not worker_threads: the allocator runtime is one per process by design
-// (worker threads share it), and each replay replaces it. Each child reads the file once
-// and replays its share of the settings.
-import { fork } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
-import { join } from 'node:path';
+// worker threads, each on simulated devices of its own (cuda.sim.isolate), so neither the
+// caller's runtime nor another worker's replay is touched. The history is read once and its
+// trace shared with the workers (replay-input.ts); each replays its share of the settings.
+import { Worker } from 'node:worker_threads';
+import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { writeSnapshotFile } from '../snapshot/dump.js';
 import { native } from '../native.js';
 import { AllocatorError } from '../errors.js';
 import type { Snapshot } from '../snapshot/types.js';
@@ -16,6 +14,7 @@ import { checkInteger, checkOptions, checkString, typeError } from '../validate.
 import { deviceArg, snapshotArg } from './args.js';
 import { settingsOf, type ReplayReport } from './replay.js';
 import { recordedCapacity } from './replay-reading.js';
+import { replayInput, type ReplayInput } from './replay-input.js';
 
 /** Tried besides the recorded settings: PyTorch's usual remedies for fragmentation. */
 export const WHAT_IF_SETTINGS: readonly string[] = [
@@ -32,7 +31,7 @@ export interface WhatIfOptions {
   capacityBytes?: number;
   /** More settings to try (PYTORCH_CUDA_ALLOC_CONF syntax), after the standard set. */
   settings?: string[];
-  /** Child processes (default: the cores, at most one per setting). */
+  /** Worker threads (default: the cores, at most one per setting). */
   workers?: number;
   /** With a file path: refuse files larger than this (loadSnapshot's limit, default 2 GiB). */
   maxBytes?: number;
@@ -75,19 +74,17 @@ function row(settings: string, recorded: boolean, r: ReplayReport, ms: number): 
   };
 }
 
-/** @internal What a child is asked and answers. */
+/** @internal What a worker is asked. */
 export interface WhatIfJob {
-  file: string;
-  device: number;
+  input: ReplayInput;
   capacityBytes: number;
   settings: string[];
-  maxBytes: number | undefined;
 }
 
 /**
  * Replays a snapshot's history under the recorded settings and the standard alternatives
  * (WHAT_IF_SETTINGS, then `options.settings`), in parallel. `snapshot` is a snapshot or the
- * path of a snapshot file (read by each child directly).
+ * path of a snapshot file. The file is read once, here; the workers share its trace.
  */
 export async function whatIf(snapshot: Snapshot | string, options?: WhatIfOptions): Promise<WhatIfReport> {
   const started = performance.now();
@@ -97,68 +94,67 @@ export async function whatIf(snapshot: Snapshot | string, options?: WhatIfOption
   const extra = o.settings === undefined ? [] : o.settings;
   if (!Array.isArray(extra)) throw typeError('an array of settings strings', 'options.settings', extra);
   extra.forEach((v, i) => native.checkAllocatorSettings(checkString(`options.settings[${i}]`, v)));
-  const dir = mkdtempSync(join(tmpdir(), 'cca-what-if-'));
-  try {
-    let file: string;
-    let snap: Snapshot;
-    if (typeof snapshot === 'string') {
-      file = snapshot;
-      const { loadSnapshot } = await import('../snapshot/load.js');
-      snap = loadSnapshot(file, { maxBytes });  // checked here: a bad file is refused before any child starts
-    } else {
-      snap = snapshotArg(snapshot);
-      file = join(dir, 'history.pickle');
-      writeSnapshotFile(snap, file, 'pickle', false);
-    }
-    const recordedSettings = settingsOf(snap);
-    const capacityBytes = o.capacityBytes === undefined ? recordedCapacity(snap, device) ?? 256 * 2 ** 30
-      : checkInteger('options.capacityBytes', o.capacityBytes, 1, 2 ** 40);
-    const all = [...new Set([recordedSettings, ...WHAT_IF_SETTINGS, ...extra])];
-    const workers = Math.max(1, Math.min(all.length,
-      o.workers === undefined ? availableParallelism() : checkInteger('options.workers', o.workers, 1, 256)));
-    const shares: string[][] = Array.from({ length: workers }, () => []);
-    all.forEach((settings, i) => shares[i % workers]!.push(settings));
-    const results = await Promise.all(shares.map((share) => runChild({ file, device, capacityBytes, settings: share, maxBytes })));
-    const bySettings = new Map<string, { report: ReplayReport; ms: number }>();
-    for (const list of results) for (const r of list) bySettings.set(r.settings, r);
-    return {
-      device, capacityBytes, entries: snap.device_traces[device]?.length ?? 0, workers,
-      rows: all.map((settings) => {
-        const r = bySettings.get(settings)!;
-        return row(settings, settings === recordedSettings, r.report, r.ms);
-      }),
-      ms: performance.now() - started,
-    };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+  const workersWanted = o.workers === undefined ? availableParallelism() : checkInteger('options.workers', o.workers, 1, 256);
+  let snap: Snapshot;
+  if (typeof snapshot === 'string') {
+    const { loadSnapshot } = await import('../snapshot/load.js');
+    snap = loadSnapshot(snapshot, { maxBytes });
+  } else {
+    snap = snapshotArg(snapshot);
   }
+  const recordedSettings = settingsOf(snap);
+  const capacityBytes = o.capacityBytes === undefined ? recordedCapacity(snap, device) ?? 256 * 2 ** 30
+    : checkInteger('options.capacityBytes', o.capacityBytes, 1, 2 ** 40);
+  const all = [...new Set([recordedSettings, ...WHAT_IF_SETTINGS, ...extra])];
+  const workers = Math.max(1, Math.min(all.length, workersWanted));
+  const shares: string[][] = Array.from({ length: workers }, () => []);
+  all.forEach((settings, i) => shares[i % workers]!.push(settings));
+  const input = replayInput(snap, device);
+  const results = await Promise.all(shares.map((share) => runWorker({ input, capacityBytes, settings: share })));
+  const bySettings = new Map<string, { report: ReplayReport; ms: number }>();
+  for (const list of results) for (const r of list) bySettings.set(r.settings, r);
+  return {
+    device, capacityBytes, entries: input.entries, workers,
+    rows: all.map((settings) => {
+      const r = bySettings.get(settings)!;
+      return row(settings, settings === recordedSettings, r.report, r.ms);
+    }),
+    ms: performance.now() - started,
+  };
 }
 
 // Built into dist/analysis/ beside this file; from the sources (tests), the built copy.
-function childScript(): string {
-  for (const rel of ['./what-if-child.js', '../../dist/analysis/what-if-child.js']) {
+function workerScript(): string {
+  for (const rel of ['./what-if-worker.js', '../../dist/analysis/what-if-worker.js']) {
     const path = fileURLToPath(new URL(rel, import.meta.url));
     if (existsSync(path)) return path;
   }
-  throw new AllocatorError('the what-if child script is not built: run npm run build:ts', 'ERR_CCA_NOT_BUILT');
+  throw new AllocatorError('the what-if worker script is not built: run npm run build:ts', 'ERR_CCA_NOT_BUILT');
 }
 
-function runChild(job: WhatIfJob): Promise<{ settings: string; report: ReplayReport; ms: number }[]> {
-  const script = childScript();
+type WorkerAnswer = { settings: string; report: ReplayReport; ms: number }[];
+
+function runWorker(job: WhatIfJob): Promise<WorkerAnswer> {
+  const script = workerScript();
   return new Promise((resolve, reject) => {
-    const child = fork(script, [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    let answer: { settings: string; report: ReplayReport; ms: number }[] | undefined;
+    const worker = new Worker(script, { workerData: job });
+    let answer: WorkerAnswer | undefined;
     let failure: { message: string; code?: string } | undefined;
-    child.on('message', (m: { results?: typeof answer; error?: typeof failure }) => {
+    let crash: Error | undefined;
+    worker.on('message', (m: { results?: WorkerAnswer; error?: typeof failure }) => {
       answer = m.results;
       failure = m.error;
     });
-    child.once('error', reject);
-    child.once('exit', (code) => {
+    worker.once('error', (e) => {
+      crash = e;
+    });
+    worker.once('exit', (code) => {
       if (answer) resolve(answer);
       else if (failure) reject(new AllocatorError(failure.message, failure.code ?? 'ERR_CCA_WHAT_IF_FAILED'));
-      else reject(new Error(`a what-if replay process exited with ${code} before answering`));
+      else {
+        reject(new AllocatorError(`a what-if replay thread stopped (exit code ${code}) before answering` +
+          (crash ? `: ${crash.message}` : ''), 'ERR_CCA_WHAT_IF_FAILED'));
+      }
     });
-    child.send(job);
   });
 }

@@ -152,7 +152,7 @@ export function renderWhatIf(file: string, r: WhatIfReport): string {
   const line = (row: string[]) => row.map((v, c) => (c === 0 ? v.padEnd(widths[c]!) : v.padStart(widths[c]!))).join('  ').trimEnd();
   return [
     `${file}: device ${r.device}, ${r.entries} entries, each setting replayed on a simulated ${humanBytes(r.capacityBytes)} device ` +
-      `(${r.workers} processes, ${(r.ms / 1000).toFixed(2)} s in all)`,
+      `(${r.workers} threads, ${(r.ms / 1000).toFixed(2)} s in all)`,
     line(head), ...rows.map(line),
     'OOMs: of the recorded out-of-memory errors, how many happen under the setting too; "stops at" means an allocation',
     'the program made does not fit under it.',

@@ -126,6 +126,16 @@ function apply(enabled: boolean, level: number, maxEntries: number, skipMask: nu
   if (!enabled) stacks.compact();
 }
 
+/** @internal The runtime was replaced (cuda.sim.configure/isolate): its history starts off. */
+export function forgetHistorySettings(): void {
+  capture.enabled = false;
+  capture.level = 0;
+  capture.every = 1;
+  capture.countdown = 1;
+  capture.maxEntries = 0;
+  clearAnnotations();
+}
+
 /** Whether this event gets a stack, honouring the sample rate. Hot path. */
 export function sampleStack(): boolean {
   if (--capture.countdown > 0) return false;

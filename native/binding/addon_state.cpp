@@ -15,8 +15,10 @@ void release_environment(AddonState* s) {
   // no longer be freed from JS, so they are freed here. When it is the last one, the
   // runtime goes too, returning the cache to the device while the driver is still whole
   // (static destructors at exit run after the driver library's own).
+  // An environment's own runtime goes with it, returning its simulated memory.
+  s->own_runtime.reset();
   try {
-    Runtime& r = runtime();
+    Runtime& r = process_runtime();
     for (int d = 0; d < r.device_count(); ++d) r.allocator(d).release_owner(s->owner);
   } catch (...) {
     // Teardown must not throw; a runtime that cannot be built has nothing to release.
@@ -39,6 +41,35 @@ void install_state(Napi::Env env) {
   env.SetInstanceData<AddonState, keep_state>(s);
   env.AddCleanupHook([s] { release_environment(s); });
 }
+
+std::uint32_t runtime_generation(Napi::Env env) {
+  const AddonState& s = state(env);
+  return s.own_runtime ? s.own_generation : runtime_generation();
+}
+
+std::uint32_t isolate_environment(Napi::Env env, const SimOptions& sim) {
+  AddonState& s = state(env);
+  std::unique_ptr<Runtime> fresh = build_sim_runtime(sim);  // may throw: nothing changes
+  s.own_runtime = std::move(fresh);
+  s.own_generation = next_generation();
+  return s.own_generation;
+}
+
+std::uint32_t replace_environment_runtime(Napi::Env env, const std::string& kind, const SimOptions& sim) {
+  AddonState& s = state(env);
+  if (!s.own_runtime) {
+    replace_runtime(kind, sim);
+    return runtime_generation();
+  }
+  if (kind != "sim") {
+    throw InvalidArgumentError("this thread has simulated devices of its own (cuda.sim.isolate()); it cannot switch to '" +
+                                   kind + "'",
+                               "ERR_CCA_NOT_SIMULATED");
+  }
+  return isolate_environment(env, sim);
+}
+
+SimDevice& sim_device(Napi::Env env, int device) { return sim_device(runtime(env), device); }
 
 void throw_js(Napi::Env env, const AllocatorError& e) {
   const char* kind = "allocator";

@@ -74,7 +74,7 @@ napi_value Alloc(napi_env env, napi_callback_info info) {
   if (!read_numbers(env, info, 3, names, a, 2)) return nullptr;
   return run(env, [&] {
     CallContext ctx{to_id(a.v[3], "stackId"), to_id(a.v[4], "tagId")};
-    DevicePtr p = runtime().allocator(to_device(a.v[0])).malloc(to_size(a.v[1]), to_u64(a.v[2], "stream"),
+    DevicePtr p = runtime_of(*a.state).allocator(to_device(a.v[0])).malloc(to_size(a.v[1]), to_u64(a.v[2], "stream"),
                                                                 a.state->owner, ctx);
     napi_value result;
     napi_create_double(env, static_cast<double>(p), &result);
@@ -88,7 +88,7 @@ napi_value Free(napi_env env, napi_callback_info info) {
   Args a;
   if (!read_numbers(env, info, 2, names, a, 1)) return nullptr;
   return run(env, [&]() -> napi_value {
-    runtime().allocator(to_device(a.v[0])).free(to_u64(a.v[1], "ptr"), CallContext{to_id(a.v[2], "stackId"), 0});
+    runtime_of(*a.state).allocator(to_device(a.v[0])).free(to_u64(a.v[1], "ptr"), CallContext{to_id(a.v[2], "stackId"), 0});
     return nullptr;  // undefined
   });
 }
@@ -98,7 +98,7 @@ napi_value RecordStream(napi_env env, napi_callback_info info) {
   Args a;
   if (!read_numbers(env, info, 3, names, a)) return nullptr;
   return run(env, [&]() -> napi_value {
-    runtime().allocator(to_device(a.v[0])).record_stream(to_u64(a.v[1], "ptr"), to_u64(a.v[2], "stream"));
+    runtime_of(*a.state).allocator(to_device(a.v[0])).record_stream(to_u64(a.v[1], "ptr"), to_u64(a.v[2], "stream"));
     return nullptr;
   });
 }
@@ -109,7 +109,7 @@ napi_value WouldUseCache(napi_env env, napi_callback_info info) {
   Args a;
   if (!read_numbers(env, info, 4, names, a)) return nullptr;
   return run(env, [&]() -> napi_value {
-    const bool hit = runtime().allocator(to_device(a.v[0])).would_use_cache(
+    const bool hit = runtime_of(*a.state).allocator(to_device(a.v[0])).would_use_cache(
         to_size(a.v[1]), to_u64(a.v[2], "stream"), static_cast<std::uint32_t>(to_u64(a.v[3], "pool")));
     napi_value result;
     napi_get_boolean(env, hit, &result);

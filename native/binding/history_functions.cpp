@@ -30,7 +30,7 @@ Napi::Value SetHistory(const Napi::CallbackInfo& info) {
     h.max_entries = max >= 1.8e19 ? SIZE_MAX : static_cast<std::size_t>(u64_arg(info, 2, "maxEntries"));
     h.skip_mask = static_cast<std::uint32_t>(u64_arg(info, 3, "skipMask"));
     h.clear_history = info[4].As<Napi::Boolean>().Value();
-    Runtime& r = runtime();
+    Runtime& r = runtime(env);
     for (int d = 0; d < r.device_count(); ++d) r.allocator(d).set_history(h);
     return env.Undefined();
   });
@@ -44,7 +44,7 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
     const std::uint32_t pool = to_id(number_arg(info, 1, "poolFilter"), "poolFilter");
     if (info.Length() < 3 || !info[2].IsBoolean()) throw InvalidArgumentError("Expected a boolean for includeTraces", "ERR_INVALID_ARG_TYPE");
     const bool include_traces = info[2].As<Napi::Boolean>().Value();
-    DeviceSnapshot snap = runtime().allocator(device).snapshot(pool, include_traces);
+    DeviceSnapshot snap = runtime(env).allocator(device).snapshot(pool, include_traces);
 
     Napi::Float64Array segs = Napi::Float64Array::New(env, snap.segments.size() * kSegmentFields);
     double* s = segs.Data();
@@ -73,7 +73,7 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
 Napi::Value ReferencedStacks(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    Runtime& r = runtime();
+    Runtime& r = runtime(env);
     std::vector<std::uint32_t> all;
     for (int d = 0; d < r.device_count(); ++d) {
       auto ids = r.allocator(d).referenced_stacks();
@@ -122,7 +122,7 @@ Napi::Value ClockTicks(const Napi::CallbackInfo& info) {
 Napi::Value HistorySeq(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    return Napi::Number::New(env, static_cast<double>(runtime().allocator(device_arg(info, 0)).next_history_seq()));
+    return Napi::Number::New(env, static_cast<double>(runtime(env).allocator(device_arg(info, 0)).next_history_seq()));
   });
 }
 

@@ -37,7 +37,7 @@ Napi::Float64Array reusable_f64(const Napi::CallbackInfo& info, std::size_t i, s
 Napi::Value MemoryStats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    auto& a = runtime().allocator(device_arg(info, 0));
+    auto& a = runtime(env).allocator(device_arg(info, 0));
     DeviceStats stats = a.stats();
     std::int64_t max_split = reported_max_split(a.config());
     Napi::Float64Array out = reusable_f64(info, 1, stat_keys().size());
@@ -54,7 +54,7 @@ constexpr std::size_t kMonitorExtras = 4;  // see binding.d.ts: monitorSample
 Napi::Value MonitorSample(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    Runtime& r = runtime();
+    Runtime& r = runtime(env);
     const std::size_t per = stat_keys().size() + kMonitorExtras;
     Napi::Float64Array out = reusable_f64(info, 0, per * static_cast<std::size_t>(r.device_count()));
     double* p = out.Data();
@@ -75,7 +75,7 @@ Napi::Value MonitorSample(const Napi::CallbackInfo& info) {
 Napi::Value ResetPeakStats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime().allocator(device_arg(info, 0)).reset_peak_stats();
+    runtime(env).allocator(device_arg(info, 0)).reset_peak_stats();
     return env.Undefined();
   });
 }
@@ -83,7 +83,7 @@ Napi::Value ResetPeakStats(const Napi::CallbackInfo& info) {
 Napi::Value ResetAccumulatedStats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime().allocator(device_arg(info, 0)).reset_accumulated_stats();
+    runtime(env).allocator(device_arg(info, 0)).reset_accumulated_stats();
     return env.Undefined();
   });
 }
@@ -91,7 +91,7 @@ Napi::Value ResetAccumulatedStats(const Napi::CallbackInfo& info) {
 Napi::Value EmptyCache(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime().allocator(device_arg(info, 0)).empty_cache();
+    runtime(env).allocator(device_arg(info, 0)).empty_cache();
     return env.Undefined();
   });
 }
@@ -101,7 +101,7 @@ Napi::Value MemGetInfo(const Napi::CallbackInfo& info) {
   return guarded(env, [&] {
     std::size_t free_bytes = 0;
     std::size_t total = 0;
-    runtime().allocator(device_arg(info, 0)).mem_get_info(&free_bytes, &total);
+    runtime(env).allocator(device_arg(info, 0)).mem_get_info(&free_bytes, &total);
     Napi::Array out = Napi::Array::New(env, 2);
     out.Set(0u, static_cast<double>(free_bytes));
     out.Set(1u, static_cast<double>(total));
@@ -112,20 +112,20 @@ Napi::Value MemGetInfo(const Napi::CallbackInfo& info) {
 Napi::Value SetMemoryFraction(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime().allocator(device_arg(info, 0)).set_memory_fraction(number_arg(info, 1, "fraction"));
+    runtime(env).allocator(device_arg(info, 0)).set_memory_fraction(number_arg(info, 1, "fraction"));
     return env.Undefined();
   });
 }
 
 Napi::Value GetMemoryFraction(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] { return Napi::Number::New(env, runtime().allocator(device_arg(info, 0)).memory_fraction()); });
+  return guarded(env, [&] { return Napi::Number::New(env, runtime(env).allocator(device_arg(info, 0)).memory_fraction()); });
 }
 
 Napi::Value SetAllocatorSettings(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime().set_config(AllocatorConfig::parse(string_arg(info, 0, "settings")));
+    runtime(env).set_config(AllocatorConfig::parse(string_arg(info, 0, "settings")));
     return env.Undefined();
   });
 }
@@ -144,7 +144,7 @@ Napi::Value CheckAllocatorSettings(const Napi::CallbackInfo& info) {
 Napi::Value AllocatorSettings(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    AllocatorConfig c = runtime().config();
+    AllocatorConfig c = runtime(env).config();
     Napi::Object o = Napi::Object::New(env);
     o.Set("PYTORCH_CUDA_ALLOC_CONF", c.source);
     o.Set("max_split_size", static_cast<double>(reported_max_split(c)));
@@ -165,7 +165,7 @@ Napi::Value AllocatorSettings(const Napi::CallbackInfo& info) {
 
 Napi::Value Validate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] { return Napi::String::New(env, runtime().allocator(device_arg(info, 0)).validate()); });
+  return guarded(env, [&] { return Napi::String::New(env, runtime(env).allocator(device_arg(info, 0)).validate()); });
 }
 
 }  // namespace

@@ -25,12 +25,13 @@ Napi::Value SetErrorFactory(const Napi::CallbackInfo& info) {
 Napi::Value RuntimeInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    Runtime& r = runtime();
+    Runtime& r = runtime(env);
     Napi::Object o = Napi::Object::New(env);
     o.Set("backend", r.platform().backend());
     o.Set("deviceCount", r.device_count());
     o.Set("note", r.selection_note());
-    o.Set("generation", static_cast<double>(runtime_generation()));
+    o.Set("generation", static_cast<double>(runtime_generation(env)));
+    o.Set("isolated", state(env).own_runtime != nullptr);
     return o;
   });
 }
@@ -38,7 +39,7 @@ Napi::Value RuntimeInfo(const Napi::CallbackInfo& info) {
 Napi::Value DeviceInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    auto& a = runtime().allocator(device_arg(info, 0));
+    auto& a = runtime(env).allocator(device_arg(info, 0));
     std::size_t free_bytes = 0;
     std::size_t total = 0;
     a.mem_get_info(&free_bytes, &total);
@@ -54,24 +55,41 @@ Napi::Value DeviceInfo(const Napi::CallbackInfo& info) {
   });
 }
 
+SimOptions sim_options_arg(const Napi::CallbackInfo& info, std::size_t first) {
+  SimOptions sim;
+  sim.devices = static_cast<int>(number_arg(info, first, "devices"));
+  sim.capacity_bytes = static_cast<std::size_t>(u64_arg(info, first + 1, "capacityBytes"));
+  return sim;
+}
+
+// replaceRuntime(backend, devices, capacityBytes) -> generation: the environment's own
+// runtime when it has one, else the process's.
 Napi::Value ReplaceRuntime(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    SimOptions sim;
-    sim.devices = static_cast<int>(number_arg(info, 1, "devices"));
-    sim.capacity_bytes = static_cast<std::size_t>(u64_arg(info, 2, "capacityBytes"));
-    replace_runtime(string_arg(info, 0, "backend"), sim);
-    return Napi::Number::New(env, static_cast<double>(runtime_generation()));
+    const std::string kind = string_arg(info, 0, "backend");
+    const std::uint32_t g = replace_environment_runtime(env, kind, sim_options_arg(info, 1));
+    return Napi::Number::New(env, static_cast<double>(g));
+  });
+}
+
+// isolateRuntime(devices, capacityBytes) -> generation: simulated devices for this
+// environment alone.
+Napi::Value IsolateRuntime(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    return Napi::Number::New(env, static_cast<double>(isolate_environment(env, sim_options_arg(info, 0))));
   });
 }
 
 // The sim device and a stream of it that the allocator knows is live (a forged or destroyed
 // handle is refused before the simulator sees it).
 std::pair<SimDevice*, StreamId> live_sim_stream(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
   const int device = device_arg(info, 0);
   const StreamId stream = u64_arg(info, 1, "stream");
-  SimDevice& sim = sim_device(device);
-  runtime().allocator(device).require_live_stream(stream);
+  SimDevice& sim = sim_device(env, device);
+  runtime(env).allocator(device).require_live_stream(stream);
   return {&sim, stream};
 }
 
@@ -99,7 +117,7 @@ Napi::Value SimCompleteStream(const Napi::CallbackInfo& info) {
 Napi::Value SimFailNextMallocs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    sim_device(device_arg(info, 0)).fail_next_mallocs(static_cast<int>(u64_arg(info, 1, "count")));
+    sim_device(env, device_arg(info, 0)).fail_next_mallocs(static_cast<int>(u64_arg(info, 1, "count")));
     return env.Undefined();
   });
 }
@@ -107,7 +125,7 @@ Napi::Value SimFailNextMallocs(const Napi::CallbackInfo& info) {
 Napi::Value SimFailNextEventQueries(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    sim_device(device_arg(info, 0)).fail_next_event_queries(static_cast<int>(u64_arg(info, 1, "count")));
+    sim_device(env, device_arg(info, 0)).fail_next_event_queries(static_cast<int>(u64_arg(info, 1, "count")));
     return env.Undefined();
   });
 }
@@ -115,7 +133,7 @@ Napi::Value SimFailNextEventQueries(const Napi::CallbackInfo& info) {
 Napi::Value SimState(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    SimDevice& d = sim_device(device_arg(info, 0));
+    SimDevice& d = sim_device(env, device_arg(info, 0));
     Napi::Object o = Napi::Object::New(env);
     o.Set("usedBytes", static_cast<double>(d.used_bytes()));
     o.Set("deviceAllocations", static_cast<double>(d.live_allocations()));
@@ -146,6 +164,7 @@ void register_runtime_functions(Napi::Env env, Napi::Object exports) {
   exports.Set("runtimeInfo", Napi::Function::New(env, RuntimeInfo, "runtimeInfo"));
   exports.Set("deviceInfo", Napi::Function::New(env, DeviceInfo, "deviceInfo"));
   exports.Set("replaceRuntime", Napi::Function::New(env, ReplaceRuntime, "replaceRuntime"));
+  exports.Set("isolateRuntime", Napi::Function::New(env, IsolateRuntime, "isolateRuntime"));
   exports.Set("simHoldStream", Napi::Function::New(env, SimHoldStream, "simHoldStream"));
   exports.Set("simCompleteStream", Napi::Function::New(env, SimCompleteStream, "simCompleteStream"));
   exports.Set("simFailNextMallocs", Napi::Function::New(env, SimFailNextMallocs, "simFailNextMallocs"));

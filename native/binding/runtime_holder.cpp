@@ -15,7 +15,8 @@ namespace {
 std::mutex g_mu;
 std::unique_ptr<Runtime> g_runtime;
 std::atomic<Runtime*> g_current{nullptr};
-std::atomic<std::uint32_t> g_generation{1};
+std::atomic<std::uint32_t> g_generation{1};          // the last number handed out
+std::atomic<std::uint32_t> g_process_generation{1};  // the process runtime's
 
 SimOptions sim_options_from_environment() {
   SimOptions o;
@@ -49,7 +50,7 @@ std::unique_ptr<Runtime> build(const std::string& kind, const SimOptions& sim) {
 
 }  // namespace
 
-Runtime& runtime() {
+Runtime& process_runtime() {
   if (Runtime* r = g_current.load(std::memory_order_acquire)) return *r;
   std::lock_guard<std::mutex> lock(g_mu);
   if (!g_runtime) {
@@ -66,20 +67,23 @@ void replace_runtime(const std::string& kind, const SimOptions& sim) {
   g_current.store(nullptr, std::memory_order_release);
   g_runtime = std::move(fresh);
   g_current.store(g_runtime.get(), std::memory_order_release);
-  g_generation.fetch_add(1);
+  g_process_generation.store(next_generation());
 }
+
+std::unique_ptr<Runtime> build_sim_runtime(const SimOptions& sim) { return build("sim", sim); }
+
+std::uint32_t next_generation() { return g_generation.fetch_add(1) + 1; }
 
 void shutdown_runtime() {
   std::lock_guard<std::mutex> lock(g_mu);
   g_current.store(nullptr, std::memory_order_release);
   g_runtime.reset();
-  g_generation.fetch_add(1);
+  g_process_generation.store(next_generation());
 }
 
-std::uint32_t runtime_generation() { return g_generation.load(); }
+std::uint32_t runtime_generation() { return g_process_generation.load(); }
 
-SimDevice& sim_device(int device) {
-  Runtime& r = runtime();
+SimDevice& sim_device(Runtime& r, int device) {
   auto* sim = dynamic_cast<SimPlatform*>(&r.platform());
   if (sim == nullptr) {
     throw InvalidArgumentError("simulator controls need the sim backend; this process uses '" +

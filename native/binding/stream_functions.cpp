@@ -12,14 +12,14 @@ namespace {
 Napi::Value StreamCreate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    return Napi::Number::New(env, static_cast<double>(runtime().allocator(device_arg(info, 0)).create_stream()));
+    return Napi::Number::New(env, static_cast<double>(runtime(env).allocator(device_arg(info, 0)).create_stream()));
   });
 }
 
 Napi::Value StreamDestroy(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime().allocator(device_arg(info, 0)).destroy_stream(u64_arg(info, 1, "stream"));
+    runtime(env).allocator(device_arg(info, 0)).destroy_stream(u64_arg(info, 1, "stream"));
     return env.Undefined();
   });
 }
@@ -27,7 +27,7 @@ Napi::Value StreamDestroy(const Napi::CallbackInfo& info) {
 Napi::Value StreamSynchronize(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime().allocator(device_arg(info, 0)).synchronize_stream(u64_arg(info, 1, "stream"));
+    runtime(env).allocator(device_arg(info, 0)).synchronize_stream(u64_arg(info, 1, "stream"));
     return env.Undefined();
   });
 }
@@ -35,14 +35,14 @@ Napi::Value StreamSynchronize(const Napi::CallbackInfo& info) {
 Napi::Value StreamQuery(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    return Napi::Boolean::New(env, runtime().allocator(device_arg(info, 0)).query_stream(u64_arg(info, 1, "stream")));
+    return Napi::Boolean::New(env, runtime(env).allocator(device_arg(info, 0)).query_stream(u64_arg(info, 1, "stream")));
   });
 }
 
 Napi::Value DeviceSynchronize(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime().allocator(device_arg(info, 0)).synchronize();
+    runtime(env).allocator(device_arg(info, 0)).synchronize();
     return env.Undefined();
   });
 }
