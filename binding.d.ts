@@ -67,8 +67,15 @@ export interface NativeBinding {
   alloc(device: number, size: number, stream: number, stackId?: number, tagId?: number): number;
   free(device: number, ptr: number, stackId?: number): void;
   recordStream(device: number, ptr: number, stream: number): void;
-  /** Whether alloc(size, stream) in pool n (0: default) would be served from the cache now; changes nothing. */
-  wouldUseCache(device: number, size: number, stream: number, pool: number): boolean;
+  /** The cached block alloc(size, stream) in pool n (0: default) would be served from now, or null; changes nothing. */
+  cachedBlockFor(device: number, size: number, stream: number, pool: number): { ptr: number; size: number } | null;
+  /** Gives back a segment placed by placeSegment that holds nothing. */
+  unplaceSegment(device: number, base: number): void;
+  /**
+   * With max_split_size set: the sizes of the cached oversize segments alloc(size, stream) in
+   * pool n would release, had its device malloc failed, and whether it would then retry.
+   */
+  oversizeReleaseFor(device: number, size: number, stream: number, pool: number): { sizes: number[]; retries: boolean };
   /** An empty call shaped like alloc, for benchmark baselines. */
   noop(device: number, size: number): number;
 
@@ -97,7 +104,8 @@ export interface NativeBinding {
   setAllocatorSettings(settings: string): void;
   /** Throws as setAllocatorSettings would, without applying anything. */
   checkAllocatorSettings(settings: string): void;
-  allocatorSettings(): Record<string, unknown>;
+  /** PyTorch's allocator_settings dict: the runtime's, or that of `settings` when given. */
+  allocatorSettings(settings?: string): Record<string, unknown>;
   validate(device: number): string;
 
   /** History for every device: context 0 never, 1 state, 2 alloc, 3 all. */
@@ -138,6 +146,14 @@ export interface NativeBinding {
   deviceInfo(device: number): DeviceInfo;
   /** Replaces this environment's runtime (its own when isolated, else the process's); returns the generation. */
   replaceRuntime(backend: string, devices: number, capacityBytes: number): number;
+  /**
+   * Replay: a new segment laid out as recorded, its live blocks (offset, block size,
+   * requested size per block in `layout`) handed out and the gaps free. Returns the
+   * segment's address, then the live blocks'. Refused with expandable segments on.
+   */
+  placeSegment(device: number, size: number, stream: number, pool: number, small: boolean, layout: Float64Array): Float64Array;
+  /** The block size a request of `size` bytes gets under `settings` (PYTORCH_CUDA_ALLOC_CONF syntax), and the size of a segment made for it. */
+  sizePolicy(settings: string, size: number): { rounded: number; segment: number };
   /** Gives this environment simulated devices that no other thread sees; returns the generation. */
   isolateRuntime(devices: number, capacityBytes: number): number;
   simHoldStream(device: number, stream: number, held: boolean): void;

@@ -281,10 +281,17 @@ describe('replay', () => {
     expect(r.unknownFrees).toBe(0);
     expect(r.initialLive.count).toBe(486);
     expect(r.recorded).toMatchObject({ startReserved: 589299712, peakReserved: 589299712, segmentGrowths: 0 });
-    // Our reserved memory must at least hold what was live at the recording's peak.
+    // The 46 segments of the start rebuilt with every live block at its recorded offset (one
+    // freed during the history, so sized from its request): then the cache serves the whole
+    // history without growing, as PyTorch's did.
+    expect(r.start).toEqual({ segments: 46, placed: 486, sizedFromRequest: 1, allocated: 0, lostSegmentAlloc: false });
+    expect(r.ours).toMatchObject({ startReserved: 589299712, peakReserved: 589299712, endReserved: 589299712, segmentGrowths: 0, segmentShrinks: 0 });
+    expect(r.firstDivergence).toBeNull();
+    expect(r.segmentEvents.firstMismatch).toBeNull();
     expect(r.ours.peakReserved).toBeGreaterThanOrEqual(Math.max(...timeline(loadSnapshot(FIXTURE), 0).allocated));
     const text = execFileSync(process.execPath, [CLI, 'replay', FIXTURE], { encoding: 'utf8' });
     expect(text).toContain('486 allocations');
-    expect(text).toContain('history began on a warm cache');
+    expect(text).toContain('the 46 segments of that time were rebuilt with 486 of them at their recorded offsets');
+    expect(text).toContain('reserved memory grew and shrank exactly as recorded');
   });
 });

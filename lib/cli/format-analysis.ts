@@ -93,6 +93,14 @@ export function renderLeaks(r: LeakReport, top: number, minSteps: number): strin
   return `${out.join('\n')}\n`;
 }
 
+function startText(st: ReplayReport['start']): string {
+  if (st.segments === 0) return st.allocated > 0 ? ' and were allocated first' : '';
+  return `; the ${st.segments} segments of that time were rebuilt with ${st.placed} of them at their recorded offsets` +
+    (st.sizedFromRequest > 0 ? ` (${st.sizedFromRequest} sized from their request)` : '') +
+    (st.allocated > 0 ? `, ${st.allocated} allocated after` : '') +
+    (st.lostSegmentAlloc ? '; the ring began inside a request, after its segment_alloc: that segment counts as made by the first entry' : '');
+}
+
 export function renderReplay(file: string, r: ReplayReport): string {
   const side = (label: string, x: ReplayReport['recorded']) =>
     `  ${label.padEnd(9)} start ${humanBytes(x.startReserved).padStart(11)}  peak ${humanBytes(x.peakReserved).padStart(11)}  ` +
@@ -101,8 +109,7 @@ export function renderReplay(file: string, r: ReplayReport): string {
     `${file}: device ${r.device}, ${r.entries} entries replayed on a simulated ${humanBytes(r.capacityBytes)} device ` +
       `with settings '${r.settings || '(defaults)'}'`,
     `  ${r.allocs} allocs, ${r.frees} frees; ${r.initialLive.count} allocations (${humanBytes(r.initialLive.bytes)}) ` +
-      'were live when the history began and were allocated first' +
-      (r.initialFreeSegments ? `; ${r.initialFreeSegments} free segments of that time were rebuilt as cache` : ''),
+      `were live when the history began${startText(r.start)}`,
     'reserved memory:',
     side('recorded', r.recorded),
     side('ours', r.ours),
@@ -126,9 +133,9 @@ export function renderReplay(file: string, r: ReplayReport): string {
   if (r.ooms.recorded > 0) {
     out.push(`  out-of-memory: ${r.ooms.reproduced} of the ${r.ooms.recorded} recorded happen here too, with the same request`);
   }
-  if (r.recorded.segmentGrowths === 0 && r.initialLive.count > 0) {
-    out.push('  note: the recording has no segment events (history began on a warm cache), so its segments were ' +
-      'laid out by allocations before the history; ours start from the live set alone');
+  if (r.start.allocated > 0 && r.initialLive.count > 0) {
+    out.push(`  note: ${r.start.allocated} of the allocations live at the start were made by allocating, in address order ` +
+      '(they lie in no segment the recording shows, or segments are expandable), not placed where they were');
   }
   if (r.unknownFrees > 0) out.push(`  ${r.unknownFrees} frees of addresses nothing explains were skipped`);
   if (r.poolAllocs > 0) out.push(`  ${r.poolAllocs} allocations of private pools (MemPools), replayed into a MemPool each`);

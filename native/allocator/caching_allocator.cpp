@@ -26,28 +26,9 @@
 #include <cstdio>
 #include <sstream>
 
-#include "hex.h"
+#include "message_format.h"
 
 namespace cca {
-
-namespace {
-
-// PyTorch's format_size: two decimals, each bound inclusive.
-std::string format_size(std::uint64_t size) {
-  char buf[64];
-  if (size <= 1024) {
-    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(size));
-  } else if (size <= 1048576ull) {
-    std::snprintf(buf, sizeof buf, "%.2f KiB", static_cast<double>(size) / 1024.0);
-  } else if (size <= 1073741824ull) {
-    std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(size) / 1048576.0);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(size) / 1073741824.0);
-  }
-  return buf;
-}
-
-}  // namespace
 
 DeviceCachingAllocator::DeviceCachingAllocator(Device& device, const AllocatorConfig& config, CopyEngine* copies)
     : device_(device), copies_(copies), config_(config), events_(device) {
@@ -115,14 +96,33 @@ DevicePtr DeviceCachingAllocator::malloc(std::uint64_t size, StreamId stream, st
   return ptr;
 }
 
-bool DeviceCachingAllocator::would_use_cache(std::uint64_t size, StreamId stream, std::uint32_t pool) const {
-  if (size == 0) return true;
-  if (size >= kOneExaByte) return false;
+std::optional<DeviceCachingAllocator::CachedBlock> DeviceCachingAllocator::cached_block_for(std::uint64_t size,
+                                                                                          StreamId stream,
+                                                                                          std::uint32_t pool) const {
+  if (size == 0 || size >= kOneExaByte) return std::nullopt;
   std::lock_guard<std::mutex> lock(mu_);
   check_stream(stream);
   const std::size_t rounded = round_size(static_cast<std::size_t>(size), config_);
   const BlockPool& bp = pool_of(pool == 0 ? nullptr : &private_pool(pool), is_small_request(rounded));
-  return best_cached_block(bp, stream, rounded, config_) != nullptr;
+  const Block* b = best_cached_block(bp, stream, rounded, config_);
+  if (b == nullptr) return std::nullopt;
+  return CachedBlock{b->ptr, b->size};
+}
+
+DeviceCachingAllocator::OversizeRelease DeviceCachingAllocator::oversize_release_for(std::uint64_t size, StreamId stream,
+                                                                                    std::uint32_t pool) const {
+  OversizeRelease out;
+  if (size == 0 || size >= kOneExaByte) return out;
+  std::lock_guard<std::mutex> lock(mu_);
+  check_stream(stream);
+  AllocParams p;
+  p.size = round_size(static_cast<std::size_t>(size), config_);
+  p.stream = stream;
+  p.pool = &pool_of(pool == 0 ? nullptr : &private_pool(pool), is_small_request(p.size));
+  const AvailableRelease r = available_cached_blocks(p);
+  for (const Block* b : r.blocks) out.sizes.push_back(b->size);
+  out.retries = r.enough;
+  return out;
 }
 
 bool DeviceCachingAllocator::get_free_block(AllocParams& p) {

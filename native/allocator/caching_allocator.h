@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -32,6 +33,14 @@
 #include "stream_events.h"
 
 namespace cca {
+
+// A live block of a segment to rebuild (place_segment): where it starts in the segment, its
+// block size and what its caller asked for.
+struct PlacedBlock {
+  std::size_t offset = 0;
+  std::size_t size = 0;
+  std::uint64_t requested = 0;
+};
 
 class DeviceCachingAllocator {
  public:
@@ -55,10 +64,37 @@ class DeviceCachingAllocator {
   void copy_to_device(DevicePtr base, std::uint64_t offset, const void* src, std::uint64_t bytes);
   void copy_to_host(void* dst, DevicePtr base, std::uint64_t offset, std::uint64_t bytes);
   void fill(DevicePtr base, std::uint64_t offset, unsigned char value, std::uint64_t bytes);
-  // Whether malloc(size, stream) routed to `pool` (0: the default pools) would be served by
-  // a cached block now, changing nothing: replay asks it to tell a release inside a request
-  // (whose cached search failed first) from an empty_cache() between requests.
-  bool would_use_cache(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
+  // The cached block malloc(size, stream) routed to `pool` (0: the default pools) would be
+  // served from now, or nullopt, changing nothing: replay asks it to tell a release inside a
+  // request (whose cached search failed first) from an empty_cache() between requests, and
+  // whether a history's first allocation could have reused a segment of the start.
+  struct CachedBlock {
+    DevicePtr ptr = 0;
+    std::size_t size = 0;
+  };
+  std::optional<CachedBlock> cached_block_for(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
+  // With max_split_size set, the sizes of the cached oversize segments that malloc(size,
+  // stream) routed to `pool` would release before retrying, had its device malloc failed,
+  // and whether it would then retry; changing nothing. Replay compares them with a recorded
+  // release to tell one inside a request from an empty_cache() before it.
+  struct OversizeRelease {
+    std::vector<std::size_t> sizes;
+    bool retries = false;
+  };
+  OversizeRelease oversize_release_for(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
+  // Replay of a history that began on a warm cache (placement.cpp): a new segment of `size`
+  // bytes in `pool` (0: the default pools; `small`: the small pool), laid out as recorded:
+  // `live` (sorted, disjoint, 512-byte aligned, inside it) handed out to `owner` and the gaps
+  // between them free. Returns its address, then the live blocks'. Built from the usual transitions
+  // (the gaps are handed out and given back), so the state is one that a sequence of
+  // allocations and frees could leave. Throws InvalidArgumentError for a layout that is not
+  // one, or with expandable segments on, before touching anything; OutOfMemoryError when the
+  // device has no room for the segment.
+  std::vector<DevicePtr> place_segment(std::size_t size, StreamId stream, std::uint32_t pool, bool small,
+                                       const std::vector<PlacedBlock>& live, std::uint32_t owner);
+  // Gives back a placed segment that holds nothing (replay placed it to try a reading of the
+  // history and dropped that reading). InvalidPointerError unless `base` starts such a segment.
+  void unplace_segment(DevicePtr base);
   // Throws InvalidArgumentError (ERR_CCA_INVALID_STREAM) unless `stream` is live here.
   void require_live_stream(StreamId stream) const;
   // Makes the block wait, when freed, for the work queued on `stream` so far.
@@ -172,6 +208,11 @@ class DeviceCachingAllocator {
   void free_block(const Block* block, CallContext ctx);
   [[noreturn]] void throw_oom(const AllocParams& p, std::unique_lock<std::mutex>& lock);
   // --- releasing memory (release.cpp) ---
+  struct AvailableRelease {
+    std::vector<const Block*> blocks;  // in the order they are released
+    bool enough = false;               // the request is retried after them
+  };
+  AvailableRelease available_cached_blocks(const AllocParams& p) const;
   bool release_available_cached_blocks(const AllocParams& p);
   void release_cached_blocks();
   void release_free_blocks(const BlockPool& pool);

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "caching_allocator.h"
-#include "hex.h"
+#include "message_format.h"
 
 namespace cca {
 

@@ -7,10 +7,11 @@
 
 namespace cca {
 
-// Only when max_split_size is set: release one cached oversize block that fits, or else
-// oversize blocks from the largest down until enough is released.
-bool DeviceCachingAllocator::release_available_cached_blocks(const AllocParams& p) {
-  if (config_.max_split_size == kUnlimited) return false;
+// Only when max_split_size is set: one cached oversize block that fits, or else oversize
+// blocks from the largest down until enough is released ("enough": PyTorch then retries).
+DeviceCachingAllocator::AvailableRelease DeviceCachingAllocator::available_cached_blocks(const AllocParams& p) const {
+  AvailableRelease out;
+  if (config_.max_split_size == kUnlimited) return out;
   const std::vector<const Block*> blocks = p.pool->in_order();
   const std::size_t wanted = std::max(p.size, config_.max_split_size);
   // The first block of this stream at or above `wanted`, in (stream, size, address) order.
@@ -20,9 +21,10 @@ bool DeviceCachingAllocator::release_available_cached_blocks(const AllocParams& 
   const std::size_t at = static_cast<std::size_t>(
       std::partition_point(blocks.begin(), blocks.end(), before_wanted) - blocks.begin());
   if (at < blocks.size() && blocks[at]->stream == p.stream) {
-    if (blocks[at]->is_split() || blocks[at]->expandable) return false;
-    release_segment(blocks[at]);
-    return true;
+    if (blocks[at]->is_split() || blocks[at]->expandable) return out;
+    out.blocks.push_back(blocks[at]);
+    out.enough = true;
+    return out;
   }
   std::size_t released = 0;
   for (std::size_t i = at; i > 0 && released < wanted; --i) {
@@ -30,10 +32,17 @@ bool DeviceCachingAllocator::release_available_cached_blocks(const AllocParams& 
     if (!is_oversize(b->size, config_) || b->stream != p.stream) break;
     if (!b->is_split() && !b->expandable) {
       released += b->size;
-      release_segment(b);
+      out.blocks.push_back(b);
     }
   }
-  return released >= wanted;
+  out.enough = released >= wanted;
+  return out;
+}
+
+bool DeviceCachingAllocator::release_available_cached_blocks(const AllocParams& p) {
+  const AvailableRelease r = available_cached_blocks(p);
+  for (const Block* b : r.blocks) release_segment(b);
+  return r.enough;
 }
 
 void DeviceCachingAllocator::release_cached_blocks() {

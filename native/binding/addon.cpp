@@ -7,6 +7,7 @@
 #include "history_functions.h"
 #include "mem_pool_functions.h"
 #include "memory_functions.h"
+#include "replay_functions.h"
 #include "runtime_functions.h"
 #include "stream_functions.h"
 
@@ -21,6 +22,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   cca::binding::register_history_functions(env, exports);
   cca::binding::register_mem_pool_functions(env, exports);
   cca::binding::register_copy_functions(env, exports);
+  cca::binding::register_replay_functions(env, exports);
   return exports;
 }
 

@@ -103,20 +103,6 @@ napi_value RecordStream(napi_env env, napi_callback_info info) {
   });
 }
 
-// wouldUseCache(device, size, stream, pool): no state changes (see DeviceCachingAllocator).
-napi_value WouldUseCache(napi_env env, napi_callback_info info) {
-  static const char* const names[] = {"device", "size", "stream", "pool"};
-  Args a;
-  if (!read_numbers(env, info, 4, names, a)) return nullptr;
-  return run(env, [&]() -> napi_value {
-    const bool hit = runtime_of(*a.state).allocator(to_device(a.v[0])).would_use_cache(
-        to_size(a.v[1]), to_u64(a.v[2], "stream"), static_cast<std::uint32_t>(to_u64(a.v[3], "pool")));
-    napi_value result;
-    napi_get_boolean(env, hit, &result);
-    return result;
-  });
-}
-
 // The benchmark's baseline: the same crossing as alloc (read two numbers, return one) and
 // no allocator work.
 napi_value Noop(napi_env env, napi_callback_info info) {
@@ -142,7 +128,6 @@ void register_allocation_functions(Napi::Env env, Napi::Object exports) {
   define(env, exports, "free", Free, s);
   define(env, exports, "recordStream", RecordStream, s);
   define(env, exports, "noop", Noop, s);
-  define(env, exports, "wouldUseCache", WouldUseCache, s);
 }
 
 }  // namespace cca::binding

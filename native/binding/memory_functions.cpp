@@ -140,11 +140,13 @@ Napi::Value CheckAllocatorSettings(const Napi::CallbackInfo& info) {
   });
 }
 
-// PyTorch's allocator_settings dict.
+// PyTorch's allocator_settings dict: of the runtime, or of a settings string when given one.
 Napi::Value AllocatorSettings(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    AllocatorConfig c = runtime(env).config();
+    const AllocatorConfig c = info.Length() > 0 && !info[0].IsUndefined()
+                                  ? AllocatorConfig::parse(string_arg(info, 0, "settings"))
+                                  : runtime(env).config();
     Napi::Object o = Napi::Object::New(env);
     o.Set("PYTORCH_CUDA_ALLOC_CONF", c.source);
     o.Set("max_split_size", static_cast<double>(reported_max_split(c)));

@@ -1,0 +1,102 @@
+// Rebuilding a recorded segment for replay. A history that began on a warm cache, or whose
+// ring wrapped, starts with segments already holding live blocks at given offsets; the
+// malloc path cannot reproduce that layout (it would pack the blocks from the front, and a
+// gap under 1 MiB asked for through it goes to the small pool), so replay places them here.
+#include <algorithm>
+
+#include "caching_allocator.h"
+#include "message_format.h"
+
+namespace cca {
+
+namespace {
+
+void check_layout(std::size_t size, bool small, const std::vector<PlacedBlock>& live) {
+  auto refuse = [](const std::string& why) {
+    throw InvalidArgumentError("place_segment: " + why, "ERR_INVALID_ARG_VALUE");
+  };
+  if (size == 0 || size % kMinBlockSize != 0) refuse("the segment size must be a positive multiple of 512 bytes");
+  if (small && size != kSmallBuffer) refuse("a small-pool segment is 2 MiB, got " + format_size(size));
+  std::size_t end = 0;
+  for (const PlacedBlock& b : live) {
+    if (b.size == 0 || b.size % kMinBlockSize != 0 || b.offset % kMinBlockSize != 0) {
+      refuse("live blocks start and end on 512-byte boundaries and are not empty");
+    }
+    if (b.offset < end) refuse("live blocks must be sorted by offset and must not overlap");
+    if (b.offset > size || b.size > size - b.offset) refuse("a live block ends past the segment");
+    if (b.requested == 0 || b.requested > b.size) refuse("a live block's requested size is from 1 to its block size");
+    end = b.offset + b.size;
+  }
+}
+
+}  // namespace
+
+std::vector<DevicePtr> DeviceCachingAllocator::place_segment(std::size_t size, StreamId stream, std::uint32_t pool,
+                                                             bool small, const std::vector<PlacedBlock>& live,
+                                                             std::uint32_t owner) {
+  check_layout(size, small, live);
+  std::unique_lock<std::mutex> lock(mu_);
+  check_stream(stream);
+  if (config_.expandable_segments) {
+    throw InvalidArgumentError("place_segment: segments are not placed with expandable_segments on",
+                               "ERR_INVALID_ARG_VALUE");
+  }
+  const BlockPool& bp = pool_of(pool == 0 ? nullptr : &private_pool(pool), small);
+  DevicePtr ptr = 0;
+  const Status s = device_.malloc(&ptr, size);
+  if (s == Status::kOutOfMemory) {
+    AllocParams p;
+    p.requested = size;
+    p.size = size;
+    p.alloc_size = size;
+    p.stream = stream;
+    p.pool = &bp;
+    throw_oom(p, lock);
+  }
+  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaMalloc of " + format_size(size), s));
+
+  // From the front: a gap is handed out (and given back below) so the next live block starts
+  // at its offset; each hand-out splits its front off `rest`, which keeps the remainder.
+  const Block* rest = ledger_.segment_allocated(ptr, size, bp, stream, is_oversize(size, config_), 0);
+  bool rest_in_free_set = false;
+  std::size_t at = 0;
+  std::vector<const Block*> gaps;
+  std::vector<DevicePtr> out;
+  out.reserve(live.size() + 1);
+  out.push_back(ptr);
+  auto take = [&](std::size_t bytes, std::uint64_t requested) {
+    HandOut h;
+    h.requested = requested;
+    h.size = bytes;
+    h.split = at + bytes < size;
+    h.oversize = is_oversize(bytes, config_);
+    h.owner = owner;
+    const Block* given = ledger_.hand_out(rest, rest_in_free_set, h);
+    rest_in_free_set = true;
+    at += bytes;
+    return given;
+  };
+  for (const PlacedBlock& b : live) {
+    if (b.offset > at) gaps.push_back(take(b.offset - at, b.offset - at));
+    out.push_back(take(b.size, b.requested)->ptr);
+  }
+  if (live.empty()) gaps.push_back(take(size, size));  // an all-free segment: one gap
+  for (const Block* gap : gaps) ledger_.free_requested(gap, 0, CallContext{});
+  check_after_operation();
+  return out;
+}
+
+void DeviceCachingAllocator::unplace_segment(DevicePtr base) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Block* only = nullptr;
+  ledger_.for_each_segment([&](const Segment& s) {
+    if (s.ptr == base && !s.expandable && s.head->state == BlockState::kFree && !s.head->is_split()) only = s.head;
+  });
+  if (only == nullptr) {
+    throw InvalidPointerError("unplace_segment: " + hex(base) + " does not start a segment that holds nothing");
+  }
+  release_segment(only);
+  check_after_operation();
+}
+
+}  // namespace cca
