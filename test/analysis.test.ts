@@ -249,6 +249,24 @@ describe('replay', () => {
     });
   }
 
+  it('under other settings, names the first entry where reserved memory parts, and why', () => {
+    memory._record_memory_history({ enabled: 'all', context: null, maxEntries: 100_000 });
+    const snap = workload();
+    memory._record_memory_history(null);
+    // Rounded to half powers of two, the 12 MiB + 4 KiB requests take bigger segments than recorded.
+    const r = replayOnSim(snap, { settings: 'roundup_power2_divisions:2' });
+    expect(r.firstDivergence).not.toBeNull();
+    const f = r.firstDivergence!;
+    expect(snap.device_traces[0]![f.index]!.action).toBe(f.action);
+    expect(f.ourGrowth).not.toBe(f.recordedGrowth);
+    expect(f.reason).toMatch(/^at this alloc the recording's reserved memory (grew by|did not change).*, ours (grew by|did not change)/);
+    const file = join(tempDir('cca-replay-why-'), 'run.pickle');
+    writeSnapshotFile(snap, file);
+    const text = execFileSync(process.execPath, [CLI, 'replay', file, '--settings', 'roundup_power2_divisions:2'], { encoding: 'utf8' });
+    expect(text).toContain(`first difference at entry ${f.index} (alloc)`);
+    expect(text).toContain(`    why: ${f.reason}`);
+  });
+
   it('infers the live set of a history that began on a warm cache, and stops at an OOM', () => {
     const warm = cuda.alloc(5 * MiB);
     const old = cuda.alloc(3000);

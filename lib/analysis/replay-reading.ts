@@ -2,6 +2,7 @@
 // was released and whether inside a request, the device's size, the segments that were
 // there at the start, and the order of segment events to compare with ours.
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
+import { humanBytes } from '../format.js';
 import { timeline } from './timeline.js';
 
 /**
@@ -149,3 +150,36 @@ export function compareSegmentEvents(recorded: readonly TraceEntry[], ours: read
   return { recorded: a.length, ours: b.length, firstMismatch };
 }
 
+
+/** What the replay knew when reserved memory first parted, for the report's reason. */
+export interface DivergenceContext {
+  action: string;
+  /** Entries after the last one where both sides agreed, up to this one. */
+  since: number;
+  at: number;
+  /** How each cache release (by its first entry) was replayed. */
+  releases: ReadonlyMap<number, string>;
+  /** Growth of reserved memory since the last agreement, each side. */
+  recordedStep: number;
+  ourStep: number;
+  /** Readings of the history that may have placed a block differently before. */
+  caveats: string[];
+}
+
+const change = (n: number) => (n > 0 ? `grew by ${humanBytes(n)}` : n < 0 ? `shrank by ${humanBytes(-n)}` : 'did not change');
+
+/** Why reserved memory parted, as far as the replay can tell. */
+export function divergenceReason(c: DivergenceContext): string {
+  let text = '';
+  for (const [run, reading] of c.releases) {
+    if (run > c.since && run <= c.at) {
+      text = `the cache release from entry ${run} was replayed as ${reading}, and after it the recording's reserved memory ` +
+        `${change(c.recordedStep)}, ours ${change(c.ourStep)}`;
+    }
+  }
+  if (text === '') {
+    text = `at this ${c.action} the recording's reserved memory ${change(c.recordedStep)}, ours ${change(c.ourStep)}: ` +
+      'the two caches held different free blocks though they held the same reserved memory';
+  }
+  return c.caveats.length > 0 ? `${text} (${c.caveats.join('; ')})` : text;
+}

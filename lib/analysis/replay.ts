@@ -19,7 +19,8 @@ import * as memory from '../memory.js';
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { releasingAction, segmentDelta, timeline } from './timeline.js';
 import {
-  compareSegmentEvents, failedMallocs, recordedCapacity, releasesInRequests, startsCacheRelease, type SegmentEventComparison,
+  compareSegmentEvents, divergenceReason, failedMallocs, recordedCapacity, releasesInRequests, startsCacheRelease,
+  type SegmentEventComparison,
 } from './replay-reading.js';
 import { firstAllocSegment, lostSegmentAlloc, placementOf, startLayout, type StartLayout } from './replay-start.js';
 import { generation } from '../generation.js';
@@ -78,7 +79,11 @@ export interface ReplayReport {
   /** Ours, at the first moment reserved memory reached its peak. */
   oursAtPeak: PeakState;
   /** The first entry after which reserved growth since the start differs, or null. */
-  firstDivergence: { index: number; action: string; recordedGrowth: number; ourGrowth: number } | null;
+  firstDivergence: {
+    index: number; action: string; recordedGrowth: number; ourGrowth: number;
+    /** Why, as far as the replay can tell: the release replayed just before, or the request's outcome. */
+    reason: string;
+  } | null;
   /** The recorded OOMs, and how many our allocator also hit at the same point with the same
    *  request (the replay goes on after each, as the program did). */
   ooms: { recorded: number; reproduced: number; notReproducedAt: number[] };
@@ -255,7 +260,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     const maxSplit = typeof active.max_split_size === 'number' && active.max_split_size > 0;
     const candidates = releasesInRequests(trace, freeAt, active.expandable_segments === true, maxSplit);
     // The frees, release runs and device malloc failures (by request) of releases inside requests.
-    const inRequest = { frees: new Set<number>(), runs: new Set<number>(), failFirstTry: new Map<number, number>() };
+    const inRequest = { frees: new Set<number>(), runs: new Set<number>(), failFirstTry: new Map<number, number>(), requestOf: new Map<number, number>() };
     // Entries before this index happened inside one recorded request, which ours replays as
     // one call: reserved memory is compared after it, not at its steps.
     let insideRequestUntil = -1;
@@ -303,6 +308,9 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
       }
     };
     let firstDivergence: ReplayReport['firstDivergence'] = null;
+    // The last entry where both sides had grown alike, and how each release was replayed.
+    let agreed = { at: -1, recorded: recorded.startReserved, ours: ours.startReserved };
+    const releaseReadings = new Map<number, string>();
     const every = Math.max(1, Math.floor(trace.length / 100));
     for (let i = 0; oom === null && i < trace.length; i++) {
       const e = trace[i]!;
@@ -317,7 +325,10 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
           : failedMallocs(trace, candidate, native.oversizeReleaseFor(0, r.size, handle, poolId));
         if (failures !== null) {
           for (const j of candidate.frees) inRequest.frees.add(j);
-          for (const run of candidate.runs) inRequest.runs.add(run);
+          for (const run of candidate.runs) {
+            inRequest.runs.add(run);
+            inRequest.requestOf.set(run, candidate.request);
+          }
           if (failures > 0) inRequest.failFirstTry.set(candidate.request, failures);
           insideRequestUntil = candidate.request;
         }
@@ -344,9 +355,15 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
               const p = pools.get(id);
               if (p && p.use_count() > 0) p.release();
             }
+            releaseReadings.set(i, `the release of MemPool ${[...released].join(', ')}`);
           } else {
             memory.empty_cache(0);
+            releaseReadings.set(i, 'an empty_cache()');
           }
+        } else {
+          const q = inRequest.requestOf.get(i)!;
+          const n = inRequest.failFirstTry.get(q) ?? 0;
+          releaseReadings.set(i, `the release inside the request at entry ${q} (its device malloc failing ${n === 1 ? 'once' : `${n} times`})`);
         }
         cacheReleases++;
         ourNow = memory.memory_reserved(0);
@@ -411,7 +428,20 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
       // caused them, while ours happen inside it.
       const settled = (e.action === 'alloc' || e.action === freeAt) && i >= insideRequestUntil;
       if (settled && firstDivergence === null && recordedNow - recorded.startReserved !== ourNow - ours.startReserved) {
-        firstDivergence = { index: i, action: e.action, recordedGrowth: recordedNow - recorded.startReserved, ourGrowth: ourNow - ours.startReserved };
+        const caveats: string[] = [];
+        const n = (k: number, what: string) => `${k} ${what}${k === 1 ? '' : 's'}`;
+        if (startReport.sizedFromRequest > 0) caveats.push(`the start's rebuild sized ${n(startReport.sizedFromRequest, 'block')} from the request`);
+        if (startReport.allocated > 0) caveats.push(`${n(startReport.allocated, 'allocation')} of the start not placed where recorded`);
+        if (active.expandable_segments) caveats.push('with expandable segments a release inside a request is replayed as empty_cache()');
+        firstDivergence = {
+          index: i, action: e.action, recordedGrowth: recordedNow - recorded.startReserved, ourGrowth: ourNow - ours.startReserved,
+          reason: divergenceReason({
+            action: e.action, since: agreed.at, at: i, releases: releaseReadings, caveats,
+            recordedStep: recordedNow - agreed.recorded, ourStep: ourNow - agreed.ours,
+          }),
+        };
+      } else if (settled) {
+        agreed = { at: i, recorded: recordedNow, ours: ourNow };
       }
       if (options.onProgress && i % every === 0) options.onProgress(i, trace.length);
     }

@@ -123,6 +123,7 @@ export function renderReplay(file: string, r: ReplayReport): string {
   } else {
     const f = r.firstDivergence;
     out.push(`  first difference at entry ${f.index} (${f.action}): recorded growth ${signed(f.recordedGrowth)}, ours ${signed(f.ourGrowth)}`);
+    out.push(`    why: ${f.reason}`);
   }
   const ev = r.segmentEvents;
   out.push(ev.firstMismatch === null
