@@ -76,6 +76,12 @@ export interface NativeBinding {
    * pool n would release, had its device malloc failed, and whether it would then retry.
    */
   oversizeReleaseFor(device: number, size: number, stream: number, pool: number): { sizes: number[]; retries: boolean };
+  /**
+   * With a memory fraction set (`limited`): whether alloc(size, stream) in pool n would give
+   * back cached memory before asking the device (garbage collection due, or the fraction
+   * refusing a new segment).
+   */
+  limitReleaseFor(device: number, size: number, stream: number, pool: number): { limited: boolean; releases: boolean };
   /** An empty call shaped like alloc, for benchmark baselines. */
   noop(device: number, size: number): number;
 

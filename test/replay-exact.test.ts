@@ -376,3 +376,12 @@ describe('replay reproduces max_split_size_mb under pressure', () => {
     expectExact(mixedHistory(seed, { settings: 'max_split_size_mb:64', capacity: 2 ** 30, spaced: true }));
   });
 });
+
+// A memory fraction caps reserved memory below the device: the cap, not the device, refuses
+// new segments, and our own requests meet it by themselves (nothing is injected).
+describe('replay reproduces a per-process memory fraction under pressure', () => {
+  it.each(seeds(20))('seed %i', (seed) => {
+    const r = mixedHistory(seed, { settings: 'per_process_memory_fraction:0.7', capacity: 2 ** 30 });
+    expectExact(r);
+  });
+});

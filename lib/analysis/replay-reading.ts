@@ -44,8 +44,10 @@ export interface ReleaseInRequest {
   runs: number[];
 }
 
+/** `releasesFirst`: a request may release memory before it synchronizes (oversize blocks with
+ *  max_split_size_mb, garbage collection with a threshold). */
 export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string, expandable: boolean,
-  maxSplit = false): Map<number, ReleaseInRequest> {
+  releasesFirst = false): Map<number, ReleaseInRequest> {
   const out = new Map<number, ReleaseInRequest>();
   if (expandable || freeAt !== 'free_completed') return out;
   const shrinks = (a: string) => a === 'segment_free' || a === 'segment_unmap';
@@ -64,7 +66,7 @@ export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string,
     // oversize blocks before it synchronizes, so a free completed in the same microsecond it
     // was requested (nothing to wait for) counts as the program's. (A free that waited and
     // completed within the same microsecond is then misread: the trace cannot tell.)
-    const immediate = (j: number) => maxSplit && j > 0 && trace[j - 1]!.action === 'free_requested' &&
+    const immediate = (j: number) => releasesFirst && j > 0 && trace[j - 1]!.action === 'free_requested' &&
       trace[j - 1]!.addr === trace[j]!.addr && trace[j - 1]!.time_us === trace[j]!.time_us;
     let f = k;
     while (f >= 0 && trace[f]!.action === 'free_completed' && !immediate(f)) f--;
@@ -75,7 +77,7 @@ export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string,
     // synchronized: a run of segment frees just before those frees is the same request's.
     let first = f + 1;
     const runs = k < start - 1 ? [k + 1] : [];
-    if (maxSplit && frees.length > 0 && f >= 0 && shrinks(trace[f]!.action)) {
+    if (releasesFirst && frees.length > 0 && f >= 0 && shrinks(trace[f]!.action)) {
       let a = f;
       while (a >= 0 && shrinks(trace[a]!.action)) a--;
       runs.push(a + 1);

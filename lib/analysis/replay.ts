@@ -258,7 +258,11 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     const freeAt = releasingAction(trace);
     const active = memory.get_allocator_settings();
     const maxSplit = typeof active.max_split_size === 'number' && active.max_split_size > 0;
-    const candidates = releasesInRequests(trace, freeAt, active.expandable_segments === true, maxSplit);
+    // With a memory fraction the limit, not the device, refuses new segments: our requests
+    // meet it by themselves (and collect garbage, with a threshold), so nothing is injected.
+    const limited = native.limitReleaseFor(0, 1, 0, 0).limited;
+    const collects = limited && typeof active.garbage_collection_threshold === 'number' && active.garbage_collection_threshold > 0;
+    const candidates = releasesInRequests(trace, freeAt, active.expandable_segments === true, maxSplit || collects);
     // The frees, release runs and device malloc failures (by request) of releases inside requests.
     const inRequest = { frees: new Set<number>(), runs: new Set<number>(), failFirstTry: new Map<number, number>(), requestOf: new Map<number, number>() };
     // Entries before this index happened inside one recorded request, which ours replays as
@@ -321,7 +325,9 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
         const poolId = (r.pool_id?.[1] ?? 0) === 0 ? 0 : pool ? pool.id[1]! : -1;
         const handle = streamFor(r.stream)?.handle ?? 0;
         const served = poolId >= 0 && native.cachedBlockFor(0, r.size, handle, poolId) !== null;
-        const failures = served ? null : candidate.runs.length === 0 ? 0 : !maxSplit || poolId < 0 ? 1
+        const failures = served ? null
+          : limited ? (poolId >= 0 && native.limitReleaseFor(0, r.size, handle, poolId).releases ? 0 : null)
+          : candidate.runs.length === 0 ? 0 : !maxSplit || poolId < 0 ? 1
           : failedMallocs(trace, candidate, native.oversizeReleaseFor(0, r.size, handle, poolId));
         if (failures !== null) {
           for (const j of candidate.frees) inRequest.frees.add(j);
@@ -363,7 +369,8 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
         } else {
           const q = inRequest.requestOf.get(i)!;
           const n = inRequest.failFirstTry.get(q) ?? 0;
-          releaseReadings.set(i, `the release inside the request at entry ${q} (its device malloc failing ${n === 1 ? 'once' : `${n} times`})`);
+          const how = limited ? 'under the memory fraction' : `its device malloc failing ${n === 1 ? 'once' : `${n} times`}`;
+          releaseReadings.set(i, `the release inside the request at entry ${q} (${how})`);
         }
         cacheReleases++;
         ourNow = memory.memory_reserved(0);

@@ -125,6 +125,25 @@ DeviceCachingAllocator::OversizeRelease DeviceCachingAllocator::oversize_release
   return out;
 }
 
+DeviceCachingAllocator::LimitRelease DeviceCachingAllocator::limit_release_for(std::uint64_t size, StreamId stream,
+                                                                              std::uint32_t pool) const {
+  LimitRelease out;
+  std::lock_guard<std::mutex> lock(mu_);
+  check_stream(stream);
+  out.limited = fraction_set_;
+  if (!fraction_set_ || size == 0 || size >= kOneExaByte) return out;
+  const std::size_t rounded = round_size(static_cast<std::size_t>(size), config_);
+  const BlockPool& bp = pool_of(pool == 0 ? nullptr : &private_pool(pool), is_small_request(rounded));
+  if (best_cached_block(bp, stream, rounded, config_) != nullptr) return out;
+  bool collectable = false;
+  for (const Block* b : ledger_.default_pool(false).in_order()) collectable |= !b->is_split() && !b->expandable;
+  const auto gc_threshold = static_cast<std::size_t>(config_.garbage_collection_threshold *
+                                                     static_cast<double>(allowed_memory_maximum_));
+  const bool collects = gc_enabled() && total_reserved() > gc_threshold && collectable;
+  out.releases = collects || total_reserved() + allocation_size(rounded, config_) > allowed_memory_maximum_;
+  return out;
+}
+
 bool DeviceCachingAllocator::get_free_block(AllocParams& p) {
   if (gc_enabled()) ledger_.free_block_searched(*p.pool);
   p.block = best_cached_block(*p.pool, p.stream, p.size, config_);

@@ -82,6 +82,16 @@ class DeviceCachingAllocator {
     bool retries = false;
   };
   OversizeRelease oversize_release_for(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
+  // With a memory fraction set (`limited`), whether malloc(size, stream) routed to `pool` would
+  // give back cached memory before it asks the device (`releases`): no cached block fits, and
+  // garbage collection is due or the fraction refuses a new segment. Changing nothing: replay
+  // asks it where the recording released memory before a request, since there our own
+  // request then releases by itself, as the recording's did.
+  struct LimitRelease {
+    bool limited = false;
+    bool releases = false;
+  };
+  LimitRelease limit_release_for(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
   // Replay of a history that began on a warm cache (placement.cpp): a new segment of `size`
   // bytes in `pool` (0: the default pools; `small`: the small pool), laid out as recorded:
   // `live` (sorted, disjoint, 512-byte aligned, inside it) handed out to `owner` and the gaps

@@ -97,6 +97,19 @@ Napi::Value OversizeReleaseFor(const Napi::CallbackInfo& info) {
   });
 }
 
+// limitReleaseFor(device, size, stream, pool) -> { limited, releases }; no state changes.
+Napi::Value LimitReleaseFor(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    const DeviceCachingAllocator::LimitRelease r = runtime(env).allocator(device_arg(info, 0)).limit_release_for(
+        u64_arg(info, 1, "size"), u64_arg(info, 2, "stream"), to_id(number_arg(info, 3, "pool"), "pool"));
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("limited", r.limited);
+    o.Set("releases", r.releases);
+    return o;
+  });
+}
+
 }  // namespace
 
 void register_replay_functions(Napi::Env env, Napi::Object exports) {
@@ -105,6 +118,7 @@ void register_replay_functions(Napi::Env env, Napi::Object exports) {
   exports.Set("cachedBlockFor", Napi::Function::New(env, CachedBlockFor, "cachedBlockFor"));
   exports.Set("unplaceSegment", Napi::Function::New(env, UnplaceSegment, "unplaceSegment"));
   exports.Set("oversizeReleaseFor", Napi::Function::New(env, OversizeReleaseFor, "oversizeReleaseFor"));
+  exports.Set("limitReleaseFor", Napi::Function::New(env, LimitReleaseFor, "limitReleaseFor"));
 }
 
 }  // namespace cca::binding
