@@ -9,7 +9,9 @@ export {
   type SnapshotDiff,
 } from './diff.js';
 export { findLeaks, defaultMarker, type LeakGroup, type LeakOptions, type LeakReport } from './leaks.js';
-export { replayOnSim, settingsOf, type PeakState, type ReplayOptions, type ReplayReport, type ReplaySide } from './replay.js';
+export { replayOnSim } from './replay.js';
+export { settingsOf } from './replay-reading.js';
+export type { PeakState, ReplayOptions, ReplayReport, ReplaySide } from './replay-report.js';
 export { whatIf, WHAT_IF_SETTINGS, type WhatIfOptions, type WhatIfReport, type WhatIfRow } from './what-if.js';
 export { timeline, inferInitialLive, reservedAtStart, type Timeline, type LiveAllocation } from './timeline.js';
 export { meaningfulFrames, stackKey, topFrame } from './frames-api.js';

@@ -3,7 +3,30 @@
 // there at the start, and the order of segment events to compare with ours.
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { humanBytes } from '../format.js';
+import { snapshotArg } from './args.js';
 import { timeline } from './timeline.js';
+
+const MiB = 1024 * 1024;
+
+/** The snapshot's allocator settings as a config string ('' for the defaults). */
+export function settingsOf(snapshot: Snapshot): string {
+  const s = snapshotArg(snapshot);
+  const a = (s.allocator_settings ?? {}) as Record<string, unknown>;
+  if (typeof a.PYTORCH_CUDA_ALLOC_CONF === 'string' && a.PYTORCH_CUDA_ALLOC_CONF.trim() !== '') {
+    return a.PYTORCH_CUDA_ALLOC_CONF.trim();
+  }
+  const parts: string[] = [];
+  if (a.expandable_segments === true) parts.push('expandable_segments:True');
+  if (typeof a.max_split_size === 'number' && a.max_split_size > 0) parts.push(`max_split_size_mb:${Math.floor(a.max_split_size / MiB)}`);
+  if (typeof a.garbage_collection_threshold === 'number' && a.garbage_collection_threshold > 0) {
+    parts.push(`garbage_collection_threshold:${a.garbage_collection_threshold}`);
+  }
+  const r = a.roundup_power2_divisions;
+  if (r && typeof r === 'object' && Object.values(r).some((v) => typeof v === 'number' && v > 0)) {
+    parts.push(`roundup_power2_divisions:[${Object.entries(r).map(([k, v]) => `${k}:${v}`).join(',')}]`);
+  }
+  return parts.join(',');
+}
 
 /**
  * Whether the segment free at `i` opens a run of segment frees: the cache released, by

@@ -19,111 +19,15 @@ import * as memory from '../memory.js';
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { releasingAction, segmentDelta, timeline } from './timeline.js';
 import {
-  compareSegmentEvents, divergenceReason, failedMallocs, recordedCapacity, releasesInRequests, startsCacheRelease,
-  type SegmentEventComparison,
+  compareSegmentEvents, divergenceReason, failedMallocs, recordedCapacity, releasesInRequests, settingsOf, startsCacheRelease,
+  type ReleaseInRequest,
 } from './replay-reading.js';
+import type { PeakState, ReplayOptions, ReplayReport, ReplaySide } from './replay-report.js';
 import { firstAllocSegment, lostSegmentAlloc, placementOf, startLayout, type StartLayout } from './replay-start.js';
 import { generation } from '../generation.js';
 import { checkOptions, checkString, deviceArg, functionArg, snapshotArg } from './args.js';
 import { checkInteger } from '../validate.js';
 import { native } from '../native.js';
-
-export interface ReplaySide {
-  /** Reserved bytes when the history begins (ours: after the inferred live set is allocated). */
-  startReserved: number;
-  peakReserved: number;
-  endReserved: number;
-  /** segment_alloc + segment_map events during the history (ours: after the start). */
-  segmentGrowths: number;
-  /** segment_free + segment_unmap events during the history. */
-  segmentShrinks: number;
-}
-
-/** Our cache when reserved memory peaked: how usable its free part was then. */
-export interface PeakState {
-  largestFreeBlock: number;
-  /** 1 - largest free block / free cached bytes (0: one piece). */
-  fragmentation: number;
-}
-
-export interface ReplayReport {
-  device: number;
-  settings: string;
-  capacityBytes: number;
-  entries: number;
-  allocs: number;
-  frees: number;
-  /** Frees of addresses the history never allocated and the final state does not explain. */
-  unknownFrees: number;
-  /** Allocations made in private pools (MemPools), replayed into a MemPool per recorded id. */
-  poolAllocs: number;
-  /** Runs of segment frees (empty_cache(), or the cache released before an allocation retry or
-   *  an OOM), each replayed as empty_cache(). */
-  cacheReleases: number;
-  initialLive: { count: number; bytes: number };
-  /** Segments rebuilt as free cache before the first entry: there at the start, holding nothing live. */
-  initialFreeSegments: number;
-  /** How the start was rebuilt: `segments` placed as recorded (free ones included) holding
-   *  `placed` live blocks at their offsets, `sizedFromRequest` of them sized from their
-   *  request (freed during the history, so the final state does not show their block);
-   *  `allocated`: live allocations made by allocating, in address order (in no known
-   *  segment, or with expandable segments, which are not placed). `lostSegmentAlloc`: the
-   *  ring began inside a request, after its segment_alloc; that segment is counted as made by
-   *  the first entry, on both sides. */
-  start: { segments: number; placed: number; sizedFromRequest: number; allocated: number; lostSegmentAlloc: boolean };
-  /** The segment events (alloc/free/map/unmap and their sizes) in order, ours against the
-   *  recording's: equal when `firstMismatch` is null. */
-  segmentEvents: SegmentEventComparison;
-  recorded: ReplaySide;
-  ours: ReplaySide;
-  /** Ours, at the first moment reserved memory reached its peak. */
-  oursAtPeak: PeakState;
-  /** The first entry after which reserved growth since the start differs, or null. */
-  firstDivergence: {
-    index: number; action: string; recordedGrowth: number; ourGrowth: number;
-    /** Why, as far as the replay can tell: the release replayed just before, or the request's outcome. */
-    reason: string;
-  } | null;
-  /** The recorded OOMs, and how many our allocator also hit at the same point with the same
-   *  request (the replay goes on after each, as the program did). */
-  ooms: { recorded: number; reproduced: number; notReproducedAt: number[] };
-  /** Set when our allocator ran out of the simulated capacity; the replay stopped there (index
-   *  -1: the state the history started from did not fit). */
-  oom: { index: number; size: number; message: string } | null;
-}
-
-export interface ReplayOptions {
-  device?: number;
-  /** Simulated device memory. Default: the recorded device's total where an OOM entry tells it
-   *  (its free bytes plus the reserved ones then), else 256 GiB, so only the policy limits growth. */
-  capacityBytes?: number;
-  /** Allocator settings (PYTORCH_CUDA_ALLOC_CONF syntax); default: the snapshot's own. */
-  settings?: string;
-  /** Called every `every` entries with (done, total). */
-  onProgress?: (done: number, total: number) => void;
-}
-
-const MiB = 1024 * 1024;
-
-/** The snapshot's allocator settings as a config string ('' for the defaults). */
-export function settingsOf(snapshot: Snapshot): string {
-  const s = snapshotArg(snapshot);
-  const a = (s.allocator_settings ?? {}) as Record<string, unknown>;
-  if (typeof a.PYTORCH_CUDA_ALLOC_CONF === 'string' && a.PYTORCH_CUDA_ALLOC_CONF.trim() !== '') {
-    return a.PYTORCH_CUDA_ALLOC_CONF.trim();
-  }
-  const parts: string[] = [];
-  if (a.expandable_segments === true) parts.push('expandable_segments:True');
-  if (typeof a.max_split_size === 'number' && a.max_split_size > 0) parts.push(`max_split_size_mb:${Math.floor(a.max_split_size / MiB)}`);
-  if (typeof a.garbage_collection_threshold === 'number' && a.garbage_collection_threshold > 0) {
-    parts.push(`garbage_collection_threshold:${a.garbage_collection_threshold}`);
-  }
-  const r = a.roundup_power2_divisions;
-  if (r && typeof r === 'object' && Object.values(r).some((v) => typeof v === 'number' && v > 0)) {
-    parts.push(`roundup_power2_divisions:[${Object.entries(r).map(([k, v]) => `${k}:${v}`).join(',')}]`);
-  }
-  return parts.join(',');
-}
 
 /**
  * Replays device `options.device` of the snapshot on a fresh simulated device. This
@@ -265,6 +169,8 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     const candidates = releasesInRequests(trace, freeAt, active.expandable_segments === true, maxSplit || collects);
     // The frees, release runs and device malloc failures (by request) of releases inside requests.
     const inRequest = { frees: new Set<number>(), runs: new Set<number>(), failFirstTry: new Map<number, number>(), requestOf: new Map<number, number>() };
+    // Releases inside requests whose failure count is decided when the replay reaches them.
+    const undecided = new Map<number, { candidate: ReleaseInRequest; r: TraceEntry; handle: number; poolId: number; before: number }>();
     // Entries before this index happened inside one recorded request, which ours replays as
     // one call: reserved memory is compared after it, not at its steps.
     let insideRequestUntil = -1;
@@ -300,16 +206,19 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     };
     // After a request: an unused injected failure is dropped, and frees it did not
     // synchronize (it released nothing) complete now, as they had in the recording.
-    const settleRequest = (): void => {
-      if (injected) {
-        cuda.sim.failNextMallocs(0, 0);
-        injected = false;
-      }
+    const completePending = (): void => {
       if (pendingInRequest > 0 && blocker) {
         cuda.sim.completeStream(blocker);
         blocker.synchronize();
         pendingInRequest = 0;
       }
+    };
+    const settleRequest = (): void => {
+      if (injected) {
+        cuda.sim.failNextMallocs(0, 0);
+        injected = false;
+      }
+      completePending();
     };
     let firstDivergence: ReplayReport['firstDivergence'] = null;
     // The last entry where both sides had grown alike, and how each release was replayed.
@@ -324,19 +233,64 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
         const pool = pools.get(r.pool_id?.[1] ?? 0);
         const poolId = (r.pool_id?.[1] ?? 0) === 0 ? 0 : pool ? pool.id[1]! : -1;
         const handle = streamFor(r.stream)?.handle ?? 0;
-        const served = poolId >= 0 && native.cachedBlockFor(0, r.size, handle, poolId) !== null;
-        const failures = served ? null
+        // With max_split_size_mb everything is decided at the release itself (below).
+        const failures = maxSplit && !limited && candidate.runs.length > 0 && poolId >= 0 ? 'at the release'
+          : poolId >= 0 && native.cachedBlockFor(0, r.size, handle, poolId) !== null ? null
           : limited ? (poolId >= 0 && native.limitReleaseFor(0, r.size, handle, poolId).releases ? 0 : null)
-          : candidate.runs.length === 0 ? 0 : !maxSplit || poolId < 0 ? 1
-          : failedMallocs(trace, candidate, native.oversizeReleaseFor(0, r.size, handle, poolId));
+          : candidate.runs.length === 0 ? 0 : 1;
         if (failures !== null) {
           for (const j of candidate.frees) inRequest.frees.add(j);
           for (const run of candidate.runs) {
             inRequest.runs.add(run);
             inRequest.requestOf.set(run, candidate.request);
           }
-          if (failures > 0) inRequest.failFirstTry.set(candidate.request, failures);
+          if (failures === 'at the release') undecided.set(Math.min(...candidate.runs), { candidate, r, handle, poolId, before: insideRequestUntil });
+          else if (failures > 0) inRequest.failFirstTry.set(candidate.request, failures);
           insideRequestUntil = candidate.request;
+        }
+      }
+      const pending = undecided.get(i);
+      if (pending) {
+        // The request's cached search failed, and the release must begin with the oversize
+        // segments ours would release first. The frees just before it, left pending as the
+        // request's, may instead have completed before the request looked (its first step
+        // completes finished frees): the reading that fits is taken, that one first.
+        const { candidate, r, handle, poolId, before } = pending;
+        const served = (): boolean => native.cachedBlockFor(0, r.size, handle, poolId) !== null;
+        // Releasing nothing first, the request would then synchronize and release every free
+        // segment of the default pools (those the pending frees empty too), large ones first,
+        // each pool in (stream, size, address) order: a run that is not that is not this.
+        const notReleaseAll = (): boolean => {
+          const recordedStream = new Map([...streams].map(([id, st]) => [st.handle, id]));
+          const all = memory.memory_snapshot().filter((g) => g.device === 0 && !g.is_expandable &&
+            (g.segment_pool_id?.[1] ?? 0) === 0 && g.blocks.every((b) => b.state === 'inactive' || b.state === 'active_pending_free'))
+            .map((g) => ({ small: g.segment_type === 'small', stream: recordedStream.get(g.stream) ?? 0, size: g.total_size, address: g.address }))
+            .sort((a, b) => Number(a.small) - Number(b.small) || a.stream - b.stream || a.size - b.size || a.address - b.address);
+          for (let k = 0; k < all.length; k++) {
+            const e = trace[i + k];
+            if (!e || segmentDelta(e) >= 0 || e.size !== all[k]!.size || e.stream !== all[k]!.stream) return true;
+          }
+          return i + all.length < trace.length && segmentDelta(trace[i + all.length]!) < 0;
+        };
+        const reading = (): number | null => {
+          if (served()) return null;
+          const first = native.oversizeReleaseFor(0, r.size, handle, poolId);
+          const n = failedMallocs(trace, candidate, first);
+          return n !== null && first.sizes.length === 0 && pendingInRequest > 0 && notReleaseAll() ? null : n;
+        };
+        let n = reading();
+        if (n === null && pendingInRequest > 0) {
+          completePending();
+          n = reading();
+        }
+        if (n === null) {
+          // Not the request's release: an empty_cache() before it.
+          completePending();
+          for (const j of candidate.frees) inRequest.frees.delete(j);
+          for (const run of candidate.runs) inRequest.runs.delete(run);
+          insideRequestUntil = before;
+        } else if (n > 0) {
+          inRequest.failFirstTry.set(candidate.request, n);
         }
       }
       const delta = segmentDelta(e);

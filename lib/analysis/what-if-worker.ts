@@ -4,7 +4,8 @@
 // reports and their times.
 import { parentPort, workerData } from 'node:worker_threads';
 import * as cuda from '../cuda.js';
-import { replayOnSim, type ReplayReport } from './replay.js';
+import { replayOnSim } from './replay.js';
+import type { ReplayReport } from './replay-report.js';
 import { snapshotOf } from './replay-input.js';
 import type { WhatIfJob } from './what-if.js';
 

@@ -12,8 +12,8 @@ import { AllocatorError } from '../errors.js';
 import type { Snapshot } from '../snapshot/types.js';
 import { checkInteger, checkOptions, checkString, typeError } from '../validate.js';
 import { deviceArg, snapshotArg } from './args.js';
-import { settingsOf, type ReplayReport } from './replay.js';
-import { recordedCapacity } from './replay-reading.js';
+import type { ReplayReport } from './replay-report.js';
+import { recordedCapacity, settingsOf } from './replay-reading.js';
 import { replayInput, type ReplayInput } from './replay-input.js';
 
 /** Tried besides the recorded settings: PyTorch's usual remedies for fragmentation. */
