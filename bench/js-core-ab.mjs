@@ -1,7 +1,8 @@
 // The core A/B from JavaScript: two built checkouts (the old core's and the current one)
 // loaded into one Node process, each with its own addon and its own runtime; runs
 // interleaved. The cached alloc+free pair through each raw binding, the calls monitoring
-// loops make, and memory_snapshot({ includeTraces: false }) through each public API.
+// loops make, memory_snapshot({ includeTraces: false }) and the single-value getters
+// (memory_allocated(), memory_reserved()) through each public API.
 // Usage: node bench/js-core-ab.mjs OLD_ROOT NEW_ROOT (bench/core-ab.mjs builds the old one).
 import os from 'node:os';
 import path from 'node:path';
@@ -92,3 +93,20 @@ for (let r = 0; r < rounds; r++) {
 const so = median(snapNs.old);
 const sn = median(snapNs.new);
 console.log(`${'memory_snapshot (1k)'.padEnd(22)} ${so.toFixed(1).padStart(9)} ${sn.toFixed(1).padStart(10)} ${(sn / so).toFixed(3).padStart(8)}`);
+
+// The single-value getters monitoring code calls most (memory_allocated(), memory_reserved()),
+// through each public API, same state.
+const getterNs = { old: [], new: [] };
+for (let r = 0; r < rounds; r++) {
+  for (const side of r % 2 === 0 ? ['old', 'new'] : ['new', 'old']) {
+    const { memory } = apis[side].api;
+    let sink = 0;
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < callIters; i++) sink += memory.memory_allocated(0) + memory.memory_reserved();
+    getterNs[side].push(Number(process.hrtime.bigint() - t0) / callIters / 2);
+    if (sink < 0) console.log(sink);
+  }
+}
+const go = median(getterNs.old);
+const gn = median(getterNs.new);
+console.log(`${'memory_allocated etc.'.padEnd(22)} ${go.toFixed(1).padStart(9)} ${gn.toFixed(1).padStart(10)} ${(gn / go).toFixed(3).padStart(8)}`);

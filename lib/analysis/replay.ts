@@ -112,7 +112,17 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     try {
       for (const seg of start.segments) {
         const stream = streamFor(seg.stream);
-        const [base, ...ptrs] = native.placeSegment(0, seg.size, stream?.handle ?? 0, poolIdFor(seg.pool), seg.small, placementOf(seg));
+        let placed: Float64Array;
+        try {
+          placed = native.placeSegment(0, seg.size, stream?.handle ?? 0, poolIdFor(seg.pool), seg.small, placementOf(seg));
+        } catch (err) {
+          // A recording whose sizes our allocator could not have made (not 512-byte blocks, a
+          // small segment not of 2 MiB): its live allocations are allocated instead.
+          if (!(err instanceof InvalidArgumentError)) throw err;
+          start.unplaced.push(...seg.live.map((b) => b.address));
+          continue;
+        }
+        const [base, ...ptrs] = placed;
         seg.live.forEach((b, k) => {
           live.set(b.address, makeDeviceBuffer(ptrs[k]!, b.requested, stream ?? cuda.defaultStream(0), generation()));
           initialBytes += b.requested;
@@ -133,7 +143,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
           startReport.segments--;
         }
       }
-      for (const addr of start.unplaced) {
+      for (const addr of start.unplaced.sort((a, b) => a - b)) {
         const l = initial.get(addr)!;
         live.set(addr, allocIn(l.pool, l.size, l.stream));
         initialBytes += l.size;

@@ -28,6 +28,15 @@ void install_state(Napi::Env env);
 // The runtime an environment's calls go to: its own, else the process's.
 inline Runtime& runtime_of(AddonState& s) { return s.own_runtime ? *s.own_runtime : process_runtime(); }
 inline Runtime& runtime(Napi::Env env) { return runtime_of(state(env)); }
+// The same from inside an exported function: its data is the environment's state (see
+// export_function), which arrives with the arguments; an instance-data lookup would add a
+// call to every crossing, and monitoring loops make these many times a second.
+inline Runtime& runtime(const Napi::CallbackInfo& info) { return runtime_of(*static_cast<AddonState*>(info.Data())); }
+// exports[name] = fn, with the environment's state as the function's data.
+template <class Callback>
+void export_function(Napi::Env env, Napi::Object exports, const char* name, Callback fn) {
+  exports.Set(name, Napi::Function::New(env, fn, name, &state(env)));
+}
 // The generation of the environment's runtime (stale JS handles are refused by it).
 std::uint32_t runtime_generation(Napi::Env env);
 // Gives the environment simulated devices of its own, replacing any it had; the runtime it

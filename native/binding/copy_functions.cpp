@@ -30,7 +30,7 @@ Span bytes_of(const Napi::CallbackInfo& info, std::size_t i) {
 Napi::Value CopyHtoD(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    DeviceCachingAllocator& a = runtime(env).allocator(device_arg(info, 0));
+    DeviceCachingAllocator& a = runtime(info).allocator(device_arg(info, 0));
     const Span src = bytes_of(info, 3);
     a.copy_to_device(u64_arg(info, 1, "base"), u64_arg(info, 2, "offset"), src.data, src.bytes);
     return env.Undefined();
@@ -41,7 +41,7 @@ Napi::Value CopyHtoD(const Napi::CallbackInfo& info) {
 Napi::Value CopyDtoH(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    DeviceCachingAllocator& a = runtime(env).allocator(device_arg(info, 0));
+    DeviceCachingAllocator& a = runtime(info).allocator(device_arg(info, 0));
     const Span dst = bytes_of(info, 3);
     a.copy_to_host(dst.data, u64_arg(info, 1, "base"), u64_arg(info, 2, "offset"), dst.bytes);
     return env.Undefined();
@@ -52,7 +52,7 @@ Napi::Value CopyDtoH(const Napi::CallbackInfo& info) {
 Napi::Value Fill(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    DeviceCachingAllocator& a = runtime(env).allocator(device_arg(info, 0));
+    DeviceCachingAllocator& a = runtime(info).allocator(device_arg(info, 0));
     const std::uint64_t value = u64_arg(info, 3, "value");
     if (value > 255) throw InvalidArgumentError("fill value must be a byte (0-255)", "ERR_INVALID_ARG_VALUE");
     a.fill(u64_arg(info, 1, "base"), u64_arg(info, 2, "offset"), static_cast<unsigned char>(value),
@@ -64,9 +64,9 @@ Napi::Value Fill(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void register_copy_functions(Napi::Env env, Napi::Object exports) {
-  exports.Set("copyHtoD", Napi::Function::New(env, CopyHtoD, "copyHtoD"));
-  exports.Set("copyDtoH", Napi::Function::New(env, CopyDtoH, "copyDtoH"));
-  exports.Set("fill", Napi::Function::New(env, Fill, "fill"));
+  export_function(env, exports, "copyHtoD", CopyHtoD);
+  export_function(env, exports, "copyDtoH", CopyDtoH);
+  export_function(env, exports, "fill", Fill);
 }
 
 }  // namespace cca::binding

@@ -30,7 +30,7 @@ Napi::Value SetHistory(const Napi::CallbackInfo& info) {
     h.max_entries = max >= 1.8e19 ? SIZE_MAX : static_cast<std::size_t>(u64_arg(info, 2, "maxEntries"));
     h.skip_mask = static_cast<std::uint32_t>(u64_arg(info, 3, "skipMask"));
     h.clear_history = info[4].As<Napi::Boolean>().Value();
-    Runtime& r = runtime(env);
+    Runtime& r = runtime(info);
     for (int d = 0; d < r.device_count(); ++d) r.allocator(d).set_history(h);
     return env.Undefined();
   });
@@ -44,7 +44,7 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
     const std::uint32_t pool = to_id(number_arg(info, 1, "poolFilter"), "poolFilter");
     if (info.Length() < 3 || !info[2].IsBoolean()) throw InvalidArgumentError("Expected a boolean for includeTraces", "ERR_INVALID_ARG_TYPE");
     const bool include_traces = info[2].As<Napi::Boolean>().Value();
-    DeviceSnapshot snap = runtime(env).allocator(device).snapshot(pool, include_traces);
+    DeviceSnapshot snap = runtime(info).allocator(device).snapshot(pool, include_traces);
 
     Napi::Float64Array segs = Napi::Float64Array::New(env, snap.segments.size() * kSegmentFields);
     double* s = segs.Data();
@@ -73,7 +73,7 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
 Napi::Value ReferencedStacks(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    Runtime& r = runtime(env);
+    Runtime& r = runtime(info);
     std::vector<std::uint32_t> all;
     for (int d = 0; d < r.device_count(); ++d) {
       auto ids = r.allocator(d).referenced_stacks();
@@ -122,7 +122,7 @@ Napi::Value ClockTicks(const Napi::CallbackInfo& info) {
 Napi::Value HistorySeq(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    return Napi::Number::New(env, static_cast<double>(runtime(env).allocator(device_arg(info, 0)).next_history_seq()));
+    return Napi::Number::New(env, static_cast<double>(runtime(info).allocator(device_arg(info, 0)).next_history_seq()));
   });
 }
 
@@ -148,15 +148,15 @@ Napi::Value TicksToUnixUs(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void register_history_functions(Napi::Env env, Napi::Object exports) {
-  exports.Set("setHistory", Napi::Function::New(env, SetHistory, "setHistory"));
-  exports.Set("snapshot", Napi::Function::New(env, Snapshot, "snapshot"));
-  exports.Set("referencedStacks", Napi::Function::New(env, ReferencedStacks, "referencedStacks"));
-  exports.Set("snapshotLayout", Napi::Function::New(env, SnapshotLayout, "snapshotLayout"));
-  exports.Set("traceActionNames", Napi::Function::New(env, TraceActionNames, "traceActionNames"));
-  exports.Set("clockBuilds", Napi::Function::New(env, ClockBuilds, "clockBuilds"));
-  exports.Set("clockTicks", Napi::Function::New(env, ClockTicks, "clockTicks"));
-  exports.Set("historySeq", Napi::Function::New(env, HistorySeq, "historySeq"));
-  exports.Set("ticksToUnixUs", Napi::Function::New(env, TicksToUnixUs, "ticksToUnixUs"));
+  export_function(env, exports, "setHistory", SetHistory);
+  export_function(env, exports, "snapshot", Snapshot);
+  export_function(env, exports, "referencedStacks", ReferencedStacks);
+  export_function(env, exports, "snapshotLayout", SnapshotLayout);
+  export_function(env, exports, "traceActionNames", TraceActionNames);
+  export_function(env, exports, "clockBuilds", ClockBuilds);
+  export_function(env, exports, "clockTicks", ClockTicks);
+  export_function(env, exports, "historySeq", HistorySeq);
+  export_function(env, exports, "ticksToUnixUs", TicksToUnixUs);
 }
 
 }  // namespace cca::binding

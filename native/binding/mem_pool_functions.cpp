@@ -17,13 +17,13 @@ std::uint32_t pool_arg(const Napi::CallbackInfo& info) {
 
 Napi::Value PoolCreate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] { return Napi::Number::New(env, runtime(env).allocator(device_arg(info, 0)).create_pool()); });
+  return guarded(env, [&] { return Napi::Number::New(env, runtime(info).allocator(device_arg(info, 0)).create_pool()); });
 }
 
 Napi::Value PoolBegin(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime(env).allocator(device_arg(info, 0)).begin_allocate_to_pool(pool_arg(info));
+    runtime(info).allocator(device_arg(info, 0)).begin_allocate_to_pool(pool_arg(info));
     return env.Undefined();
   });
 }
@@ -31,7 +31,7 @@ Napi::Value PoolBegin(const Napi::CallbackInfo& info) {
 Napi::Value PoolEnd(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime(env).allocator(device_arg(info, 0)).end_allocate_to_pool(pool_arg(info));
+    runtime(info).allocator(device_arg(info, 0)).end_allocate_to_pool(pool_arg(info));
     return env.Undefined();
   });
 }
@@ -39,7 +39,7 @@ Napi::Value PoolEnd(const Napi::CallbackInfo& info) {
 Napi::Value PoolRelease(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime(env).allocator(device_arg(info, 0)).release_pool(pool_arg(info));
+    runtime(info).allocator(device_arg(info, 0)).release_pool(pool_arg(info));
     return env.Undefined();
   });
 }
@@ -47,7 +47,7 @@ Napi::Value PoolRelease(const Napi::CallbackInfo& info) {
 Napi::Value PoolUseCount(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    auto& a = runtime(env).allocator(device_arg(info, 0));
+    auto& a = runtime(info).allocator(device_arg(info, 0));
     const std::uint32_t pool = pool_arg(info);
     return Napi::Number::New(env, a.pool_exists(pool) ? a.pool_use_count(pool) : 0);
   });
@@ -56,11 +56,11 @@ Napi::Value PoolUseCount(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void register_mem_pool_functions(Napi::Env env, Napi::Object exports) {
-  exports.Set("poolCreate", Napi::Function::New(env, PoolCreate, "poolCreate"));
-  exports.Set("poolBegin", Napi::Function::New(env, PoolBegin, "poolBegin"));
-  exports.Set("poolEnd", Napi::Function::New(env, PoolEnd, "poolEnd"));
-  exports.Set("poolRelease", Napi::Function::New(env, PoolRelease, "poolRelease"));
-  exports.Set("poolUseCount", Napi::Function::New(env, PoolUseCount, "poolUseCount"));
+  export_function(env, exports, "poolCreate", PoolCreate);
+  export_function(env, exports, "poolBegin", PoolBegin);
+  export_function(env, exports, "poolEnd", PoolEnd);
+  export_function(env, exports, "poolRelease", PoolRelease);
+  export_function(env, exports, "poolUseCount", PoolUseCount);
 }
 
 }  // namespace cca::binding

@@ -37,7 +37,7 @@ Napi::Float64Array reusable_f64(const Napi::CallbackInfo& info, std::size_t i, s
 Napi::Value MemoryStats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    auto& a = runtime(env).allocator(device_arg(info, 0));
+    auto& a = runtime(info).allocator(device_arg(info, 0));
     DeviceStats stats = a.stats();
     std::int64_t max_split = reported_max_split(a.config());
     Napi::Float64Array out = reusable_f64(info, 1, stat_keys().size());
@@ -54,7 +54,7 @@ constexpr std::size_t kMonitorExtras = 4;  // see binding.d.ts: monitorSample
 Napi::Value MonitorSample(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    Runtime& r = runtime(env);
+    Runtime& r = runtime(info);
     const std::size_t per = stat_keys().size() + kMonitorExtras;
     Napi::Float64Array out = reusable_f64(info, 0, per * static_cast<std::size_t>(r.device_count()));
     double* p = out.Data();
@@ -75,7 +75,7 @@ Napi::Value MonitorSample(const Napi::CallbackInfo& info) {
 Napi::Value ResetPeakStats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime(env).allocator(device_arg(info, 0)).reset_peak_stats();
+    runtime(info).allocator(device_arg(info, 0)).reset_peak_stats();
     return env.Undefined();
   });
 }
@@ -83,7 +83,7 @@ Napi::Value ResetPeakStats(const Napi::CallbackInfo& info) {
 Napi::Value ResetAccumulatedStats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime(env).allocator(device_arg(info, 0)).reset_accumulated_stats();
+    runtime(info).allocator(device_arg(info, 0)).reset_accumulated_stats();
     return env.Undefined();
   });
 }
@@ -91,7 +91,7 @@ Napi::Value ResetAccumulatedStats(const Napi::CallbackInfo& info) {
 Napi::Value EmptyCache(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime(env).allocator(device_arg(info, 0)).empty_cache();
+    runtime(info).allocator(device_arg(info, 0)).empty_cache();
     return env.Undefined();
   });
 }
@@ -101,7 +101,7 @@ Napi::Value MemGetInfo(const Napi::CallbackInfo& info) {
   return guarded(env, [&] {
     std::size_t free_bytes = 0;
     std::size_t total = 0;
-    runtime(env).allocator(device_arg(info, 0)).mem_get_info(&free_bytes, &total);
+    runtime(info).allocator(device_arg(info, 0)).mem_get_info(&free_bytes, &total);
     Napi::Array out = Napi::Array::New(env, 2);
     out.Set(0u, static_cast<double>(free_bytes));
     out.Set(1u, static_cast<double>(total));
@@ -112,20 +112,20 @@ Napi::Value MemGetInfo(const Napi::CallbackInfo& info) {
 Napi::Value SetMemoryFraction(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime(env).allocator(device_arg(info, 0)).set_memory_fraction(number_arg(info, 1, "fraction"));
+    runtime(info).allocator(device_arg(info, 0)).set_memory_fraction(number_arg(info, 1, "fraction"));
     return env.Undefined();
   });
 }
 
 Napi::Value GetMemoryFraction(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] { return Napi::Number::New(env, runtime(env).allocator(device_arg(info, 0)).memory_fraction()); });
+  return guarded(env, [&] { return Napi::Number::New(env, runtime(info).allocator(device_arg(info, 0)).memory_fraction()); });
 }
 
 Napi::Value SetAllocatorSettings(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime(env).set_config(AllocatorConfig::parse(string_arg(info, 0, "settings")));
+    runtime(info).set_config(AllocatorConfig::parse(string_arg(info, 0, "settings")));
     return env.Undefined();
   });
 }
@@ -146,7 +146,7 @@ Napi::Value AllocatorSettings(const Napi::CallbackInfo& info) {
   return guarded(env, [&] {
     const AllocatorConfig c = info.Length() > 0 && !info[0].IsUndefined()
                                   ? AllocatorConfig::parse(string_arg(info, 0, "settings"))
-                                  : runtime(env).config();
+                                  : runtime(info).config();
     Napi::Object o = Napi::Object::New(env);
     o.Set("PYTORCH_CUDA_ALLOC_CONF", c.source);
     o.Set("max_split_size", static_cast<double>(reported_max_split(c)));
@@ -167,25 +167,25 @@ Napi::Value AllocatorSettings(const Napi::CallbackInfo& info) {
 
 Napi::Value Validate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] { return Napi::String::New(env, runtime(env).allocator(device_arg(info, 0)).validate()); });
+  return guarded(env, [&] { return Napi::String::New(env, runtime(info).allocator(device_arg(info, 0)).validate()); });
 }
 
 }  // namespace
 
 void register_memory_functions(Napi::Env env, Napi::Object exports) {
-  exports.Set("statKeys", Napi::Function::New(env, StatKeys, "statKeys"));
-  exports.Set("memoryStats", Napi::Function::New(env, MemoryStats, "memoryStats"));
-  exports.Set("monitorSample", Napi::Function::New(env, MonitorSample, "monitorSample"));
-  exports.Set("resetPeakStats", Napi::Function::New(env, ResetPeakStats, "resetPeakStats"));
-  exports.Set("resetAccumulatedStats", Napi::Function::New(env, ResetAccumulatedStats, "resetAccumulatedStats"));
-  exports.Set("emptyCache", Napi::Function::New(env, EmptyCache, "emptyCache"));
-  exports.Set("memGetInfo", Napi::Function::New(env, MemGetInfo, "memGetInfo"));
-  exports.Set("setMemoryFraction", Napi::Function::New(env, SetMemoryFraction, "setMemoryFraction"));
-  exports.Set("getMemoryFraction", Napi::Function::New(env, GetMemoryFraction, "getMemoryFraction"));
-  exports.Set("setAllocatorSettings", Napi::Function::New(env, SetAllocatorSettings, "setAllocatorSettings"));
-  exports.Set("checkAllocatorSettings", Napi::Function::New(env, CheckAllocatorSettings, "checkAllocatorSettings"));
-  exports.Set("allocatorSettings", Napi::Function::New(env, AllocatorSettings, "allocatorSettings"));
-  exports.Set("validate", Napi::Function::New(env, Validate, "validate"));
+  export_function(env, exports, "statKeys", StatKeys);
+  export_function(env, exports, "memoryStats", MemoryStats);
+  export_function(env, exports, "monitorSample", MonitorSample);
+  export_function(env, exports, "resetPeakStats", ResetPeakStats);
+  export_function(env, exports, "resetAccumulatedStats", ResetAccumulatedStats);
+  export_function(env, exports, "emptyCache", EmptyCache);
+  export_function(env, exports, "memGetInfo", MemGetInfo);
+  export_function(env, exports, "setMemoryFraction", SetMemoryFraction);
+  export_function(env, exports, "getMemoryFraction", GetMemoryFraction);
+  export_function(env, exports, "setAllocatorSettings", SetAllocatorSettings);
+  export_function(env, exports, "checkAllocatorSettings", CheckAllocatorSettings);
+  export_function(env, exports, "allocatorSettings", AllocatorSettings);
+  export_function(env, exports, "validate", Validate);
 }
 
 }  // namespace cca::binding

@@ -38,7 +38,7 @@ Napi::Value PlaceSegment(const Napi::CallbackInfo& info) {
       live[i].requested = to_u64(layout[3 * i + 2], "requested size");
     }
     const std::vector<DevicePtr> ptrs =
-        runtime(env).allocator(device).place_segment(size, stream, pool, small, live, state(env).owner);
+        runtime(info).allocator(device).place_segment(size, stream, pool, small, live, state(env).owner);
     Napi::Float64Array out = Napi::Float64Array::New(env, ptrs.size());
     for (std::size_t i = 0; i < ptrs.size(); ++i) out[i] = static_cast<double>(ptrs[i]);
     return out;
@@ -63,7 +63,7 @@ Napi::Value SizePolicy(const Napi::CallbackInfo& info) {
 Napi::Value CachedBlockFor(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
-    const auto b = runtime(env).allocator(device_arg(info, 0)).cached_block_for(
+    const auto b = runtime(info).allocator(device_arg(info, 0)).cached_block_for(
         u64_arg(info, 1, "size"), u64_arg(info, 2, "stream"), to_id(number_arg(info, 3, "pool"), "pool"));
     if (!b) return env.Null();
     Napi::Object o = Napi::Object::New(env);
@@ -77,7 +77,7 @@ Napi::Value CachedBlockFor(const Napi::CallbackInfo& info) {
 Napi::Value UnplaceSegment(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime(env).allocator(device_arg(info, 0)).unplace_segment(u64_arg(info, 1, "base"));
+    runtime(info).allocator(device_arg(info, 0)).unplace_segment(u64_arg(info, 1, "base"));
     return env.Undefined();
   });
 }
@@ -86,7 +86,7 @@ Napi::Value UnplaceSegment(const Napi::CallbackInfo& info) {
 Napi::Value OversizeReleaseFor(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    const DeviceCachingAllocator::OversizeRelease r = runtime(env).allocator(device_arg(info, 0)).oversize_release_for(
+    const DeviceCachingAllocator::OversizeRelease r = runtime(info).allocator(device_arg(info, 0)).oversize_release_for(
         u64_arg(info, 1, "size"), u64_arg(info, 2, "stream"), to_id(number_arg(info, 3, "pool"), "pool"));
     Napi::Array sizes = Napi::Array::New(env, r.sizes.size());
     for (std::size_t i = 0; i < r.sizes.size(); ++i) sizes.Set(static_cast<std::uint32_t>(i), static_cast<double>(r.sizes[i]));
@@ -101,7 +101,7 @@ Napi::Value OversizeReleaseFor(const Napi::CallbackInfo& info) {
 Napi::Value LimitReleaseFor(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    const DeviceCachingAllocator::LimitRelease r = runtime(env).allocator(device_arg(info, 0)).limit_release_for(
+    const DeviceCachingAllocator::LimitRelease r = runtime(info).allocator(device_arg(info, 0)).limit_release_for(
         u64_arg(info, 1, "size"), u64_arg(info, 2, "stream"), to_id(number_arg(info, 3, "pool"), "pool"));
     Napi::Object o = Napi::Object::New(env);
     o.Set("limited", r.limited);
@@ -113,12 +113,12 @@ Napi::Value LimitReleaseFor(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void register_replay_functions(Napi::Env env, Napi::Object exports) {
-  exports.Set("placeSegment", Napi::Function::New(env, PlaceSegment, "placeSegment"));
-  exports.Set("sizePolicy", Napi::Function::New(env, SizePolicy, "sizePolicy"));
-  exports.Set("cachedBlockFor", Napi::Function::New(env, CachedBlockFor, "cachedBlockFor"));
-  exports.Set("unplaceSegment", Napi::Function::New(env, UnplaceSegment, "unplaceSegment"));
-  exports.Set("oversizeReleaseFor", Napi::Function::New(env, OversizeReleaseFor, "oversizeReleaseFor"));
-  exports.Set("limitReleaseFor", Napi::Function::New(env, LimitReleaseFor, "limitReleaseFor"));
+  export_function(env, exports, "placeSegment", PlaceSegment);
+  export_function(env, exports, "sizePolicy", SizePolicy);
+  export_function(env, exports, "cachedBlockFor", CachedBlockFor);
+  export_function(env, exports, "unplaceSegment", UnplaceSegment);
+  export_function(env, exports, "oversizeReleaseFor", OversizeReleaseFor);
+  export_function(env, exports, "limitReleaseFor", LimitReleaseFor);
 }
 
 }  // namespace cca::binding

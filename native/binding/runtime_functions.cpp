@@ -25,7 +25,7 @@ Napi::Value SetErrorFactory(const Napi::CallbackInfo& info) {
 Napi::Value RuntimeInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    Runtime& r = runtime(env);
+    Runtime& r = runtime(info);
     Napi::Object o = Napi::Object::New(env);
     o.Set("backend", r.platform().backend());
     o.Set("deviceCount", r.device_count());
@@ -39,7 +39,7 @@ Napi::Value RuntimeInfo(const Napi::CallbackInfo& info) {
 Napi::Value DeviceInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    auto& a = runtime(env).allocator(device_arg(info, 0));
+    auto& a = runtime(info).allocator(device_arg(info, 0));
     std::size_t free_bytes = 0;
     std::size_t total = 0;
     a.mem_get_info(&free_bytes, &total);
@@ -89,7 +89,7 @@ std::pair<SimDevice*, StreamId> live_sim_stream(const Napi::CallbackInfo& info) 
   const int device = device_arg(info, 0);
   const StreamId stream = u64_arg(info, 1, "stream");
   SimDevice& sim = sim_device(env, device);
-  runtime(env).allocator(device).require_live_stream(stream);
+  runtime(info).allocator(device).require_live_stream(stream);
   return {&sim, stream};
 }
 
@@ -159,17 +159,17 @@ Napi::Value CudaProbeFn(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void register_runtime_functions(Napi::Env env, Napi::Object exports) {
-  exports.Set("cudaProbe", Napi::Function::New(env, CudaProbeFn, "cudaProbe"));
-  exports.Set("setErrorFactory", Napi::Function::New(env, SetErrorFactory, "setErrorFactory"));
-  exports.Set("runtimeInfo", Napi::Function::New(env, RuntimeInfo, "runtimeInfo"));
-  exports.Set("deviceInfo", Napi::Function::New(env, DeviceInfo, "deviceInfo"));
-  exports.Set("replaceRuntime", Napi::Function::New(env, ReplaceRuntime, "replaceRuntime"));
-  exports.Set("isolateRuntime", Napi::Function::New(env, IsolateRuntime, "isolateRuntime"));
-  exports.Set("simHoldStream", Napi::Function::New(env, SimHoldStream, "simHoldStream"));
-  exports.Set("simCompleteStream", Napi::Function::New(env, SimCompleteStream, "simCompleteStream"));
-  exports.Set("simFailNextMallocs", Napi::Function::New(env, SimFailNextMallocs, "simFailNextMallocs"));
-  exports.Set("simFailNextEventQueries", Napi::Function::New(env, SimFailNextEventQueries, "simFailNextEventQueries"));
-  exports.Set("simState", Napi::Function::New(env, SimState, "simState"));
+  export_function(env, exports, "cudaProbe", CudaProbeFn);
+  export_function(env, exports, "setErrorFactory", SetErrorFactory);
+  export_function(env, exports, "runtimeInfo", RuntimeInfo);
+  export_function(env, exports, "deviceInfo", DeviceInfo);
+  export_function(env, exports, "replaceRuntime", ReplaceRuntime);
+  export_function(env, exports, "isolateRuntime", IsolateRuntime);
+  export_function(env, exports, "simHoldStream", SimHoldStream);
+  export_function(env, exports, "simCompleteStream", SimCompleteStream);
+  export_function(env, exports, "simFailNextMallocs", SimFailNextMallocs);
+  export_function(env, exports, "simFailNextEventQueries", SimFailNextEventQueries);
+  export_function(env, exports, "simState", SimState);
 }
 
 }  // namespace cca::binding

@@ -12,14 +12,14 @@ namespace {
 Napi::Value StreamCreate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    return Napi::Number::New(env, static_cast<double>(runtime(env).allocator(device_arg(info, 0)).create_stream()));
+    return Napi::Number::New(env, static_cast<double>(runtime(info).allocator(device_arg(info, 0)).create_stream()));
   });
 }
 
 Napi::Value StreamDestroy(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime(env).allocator(device_arg(info, 0)).destroy_stream(u64_arg(info, 1, "stream"));
+    runtime(info).allocator(device_arg(info, 0)).destroy_stream(u64_arg(info, 1, "stream"));
     return env.Undefined();
   });
 }
@@ -27,7 +27,7 @@ Napi::Value StreamDestroy(const Napi::CallbackInfo& info) {
 Napi::Value StreamSynchronize(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime(env).allocator(device_arg(info, 0)).synchronize_stream(u64_arg(info, 1, "stream"));
+    runtime(info).allocator(device_arg(info, 0)).synchronize_stream(u64_arg(info, 1, "stream"));
     return env.Undefined();
   });
 }
@@ -35,14 +35,14 @@ Napi::Value StreamSynchronize(const Napi::CallbackInfo& info) {
 Napi::Value StreamQuery(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    return Napi::Boolean::New(env, runtime(env).allocator(device_arg(info, 0)).query_stream(u64_arg(info, 1, "stream")));
+    return Napi::Boolean::New(env, runtime(info).allocator(device_arg(info, 0)).query_stream(u64_arg(info, 1, "stream")));
   });
 }
 
 Napi::Value DeviceSynchronize(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    runtime(env).allocator(device_arg(info, 0)).synchronize();
+    runtime(info).allocator(device_arg(info, 0)).synchronize();
     return env.Undefined();
   });
 }
@@ -50,11 +50,11 @@ Napi::Value DeviceSynchronize(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void register_stream_functions(Napi::Env env, Napi::Object exports) {
-  exports.Set("streamCreate", Napi::Function::New(env, StreamCreate, "streamCreate"));
-  exports.Set("streamDestroy", Napi::Function::New(env, StreamDestroy, "streamDestroy"));
-  exports.Set("streamSynchronize", Napi::Function::New(env, StreamSynchronize, "streamSynchronize"));
-  exports.Set("streamQuery", Napi::Function::New(env, StreamQuery, "streamQuery"));
-  exports.Set("deviceSynchronize", Napi::Function::New(env, DeviceSynchronize, "deviceSynchronize"));
+  export_function(env, exports, "streamCreate", StreamCreate);
+  export_function(env, exports, "streamDestroy", StreamDestroy);
+  export_function(env, exports, "streamSynchronize", StreamSynchronize);
+  export_function(env, exports, "streamQuery", StreamQuery);
+  export_function(env, exports, "deviceSynchronize", DeviceSynchronize);
 }
 
 }  // namespace cca::binding
