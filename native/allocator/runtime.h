@@ -1,5 +1,6 @@
 // The allocators of one process: one per device of the chosen platform, shared by every
-// thread (and every worker thread's JS environment) of the process.
+// thread (and every worker thread's JS environment) of the process, except environments that
+// took simulated devices of their own (binding/addon_state.h).
 #pragma once
 #include <memory>
 #include <mutex>

@@ -143,3 +143,52 @@ TEST(replays_questions_about_a_request_change_nothing) {
   CHECK(f.all_stats() == before);
   CHECK_VALID(a);
 }
+
+// Random layouts placed among random allocations and frees, under each setting that changes
+// splitting: the validator after every step, and every placed block freed like any other.
+TEST(random_layouts_keep_every_invariant) {
+  std::uint64_t s = 0x9e3779b97f4a7c15ull;
+  auto below = [&s](std::uint64_t n) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s % n;
+  };
+  for (int setting = 0; setting < 3; ++setting) {
+    AllocatorConfig cfg;
+    if (setting == 1) cfg.max_split_size = 20 * MiB;
+    if (setting == 2) cfg.roundup_power2_divisions.fill(4);
+    Fixture f(64 * GiB, cfg);
+    auto& a = f.a();
+    const StreamId side = a.create_stream();
+    std::vector<DevicePtr> live;
+    for (int step = 0; step < 600; ++step) {
+      const std::uint64_t op = below(10);
+      if (op < 2) {
+        const bool small = below(3) == 0;
+        const std::size_t size = small ? kSmallBuffer : (1 + below(32)) * 2 * MiB;
+        std::vector<PlacedBlock> layout;
+        for (std::size_t at = below(4) * 512 * KiB; at < size;) {
+          const std::size_t room = (size - at) / kMinBlockSize;
+          const std::size_t block = (1 + below(std::min<std::size_t>(room, small ? 512 : 16384))) * kMinBlockSize;
+          if (below(2) == 0) layout.push_back({at, block, block - below(kMinBlockSize)});
+          at += block + below(3) * 256 * KiB;
+        }
+        for (DevicePtr p : a.place_segment(size, below(2) ? side : 0, 0, small, layout, 0)) live.push_back(p);
+        live.erase(live.end() - static_cast<long>(layout.size() + 1));  // the segment's own address
+      } else if (op < 6 && !live.empty()) {
+        const std::size_t k = below(live.size());
+        a.free(live[k]);
+        live.erase(live.begin() + static_cast<long>(k));
+      } else {
+        live.push_back(a.malloc(1 + below(below(2) ? MiB : 48 * MiB), below(2) ? side : 0));
+      }
+      CHECK_VALID(a);
+      if (step % 97 == 0) a.empty_cache();
+    }
+    for (DevicePtr p : live) a.free(p);
+    a.empty_cache();
+    CHECK_EQ(f.cur(kSegment), std::int64_t{0});
+    CHECK_VALID(a);
+  }
+}
