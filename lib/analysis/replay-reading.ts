@@ -135,6 +135,29 @@ export function failedMallocs(trace: readonly TraceEntry[], c: ReleaseInRequest,
   return first.retries && (c.runs.length === 2 || released.length > first.sizes.length) ? 2 : 1;
 }
 
+/** A free segment of ours, by the recording's stream id. */
+export interface FreeSegment {
+  small: boolean;
+  stream: number;
+  size: number;
+  address: number;
+}
+
+/**
+ * Whether the run of segment frees starting at `at` is the release of exactly `free`, in the
+ * order release_cached_blocks gives them back: the large pool first, each pool in (stream,
+ * size, address) order.
+ */
+export function isReleaseOfAll(trace: readonly TraceEntry[], at: number, free: FreeSegment[]): boolean {
+  const order = [...free].sort((a, b) => Number(a.small) - Number(b.small) || a.stream - b.stream || a.size - b.size || a.address - b.address);
+  for (let k = 0; k < order.length; k++) {
+    const e = trace[at + k];
+    if (!e || !(e.action === 'segment_free' || e.action === 'segment_unmap') || e.size !== order[k]!.size || e.stream !== order[k]!.stream) return false;
+  }
+  const after = trace[at + order.length];
+  return !(after && (after.action === 'segment_free' || after.action === 'segment_unmap'));
+}
+
 /**
  * The recorded device's total memory, from its OOM entries: free bytes then plus reserved
  * then. `reserved` is the timeline's series, when the caller has it already.

@@ -24,6 +24,8 @@ export interface StartBlock {
   /** The block's size (rounded; see the note above for blocks freed during the history). */
   size: number;
   requested: number;
+  /** Freed during the history, so sized from its request rather than the final state. */
+  fromRequest: boolean;
 }
 
 export interface StartSegment {
@@ -87,21 +89,21 @@ export function startLayout(s: Snapshot, device: number, initialLive: Map<number
       continue;
     }
     const l = initialLive.get(addr)!;
-    seg.live.push({ address: addr, size: finalSize.get(addr) ?? -roundSize(l.size), requested: l.size });
+    const known = finalSize.get(addr);
+    seg.live.push({ address: addr, size: known ?? roundSize(l.size), requested: l.size, fromRequest: known === undefined });
   }
   for (const seg of segments) {
     const live = seg.live;
     for (let k = 0; k < live.length; k++) {
       const b = live[k]!;
-      if (b.size > 0) continue;
+      if (!b.fromRequest) continue;
       sizedFromRequest++;
-      // Sized from its request (negative above): up to the next known block at most.
+      // Up to the next known block at most, and all the way to it when not split off.
       const room = (k + 1 < live.length ? live[k + 1]!.address : seg.address + seg.size) - b.address;
-      const size = -b.size;
-      const unsplit = !seg.small && (room - size <= SMALL_SIZE || (maxSplit > 0 && size >= maxSplit));
-      b.size = size >= room || unsplit ? room : size;
+      const unsplit = !seg.small && (room - b.size <= SMALL_SIZE || (maxSplit > 0 && b.size >= maxSplit));
+      if (b.size >= room || unsplit) b.size = room;
     }
-    // A recording that disagrees with itself (overlapping blocks) is not placed.
+    // A recording that disagrees with itself (overlapping blocks): each ends where the next begins.
     for (let k = 0; k + 1 < live.length; k++) {
       if (live[k]!.address + live[k]!.size > live[k + 1]!.address) live[k]!.size = live[k + 1]!.address - live[k]!.address;
     }

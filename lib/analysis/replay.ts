@@ -19,8 +19,8 @@ import * as memory from '../memory.js';
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { releasingAction, segmentDelta, timeline } from './timeline.js';
 import {
-  compareSegmentEvents, divergenceReason, failedMallocs, recordedCapacity, releasesInRequests, settingsOf, startsCacheRelease,
-  type ReleaseInRequest,
+  compareSegmentEvents, divergenceReason, failedMallocs, isReleaseOfAll, recordedCapacity, releasesInRequests, settingsOf,
+  startsCacheRelease, type ReleaseInRequest,
 } from './replay-reading.js';
 import type { PeakState, ReplayOptions, ReplayReport, ReplaySide } from './replay-report.js';
 import { firstAllocSegment, lostSegmentAlloc, placementOf, startLayout, type StartLayout } from './replay-start.js';
@@ -101,11 +101,12 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     // The start as recorded: its segments with their live blocks at their offsets
     // (replay-start.ts). Expandable segments grow by pages and are not placed: there the
     // live allocations are made in address order.
+    const recordedSettings = settingsOf(s);
     const start: StartLayout = memory.get_allocator_settings().expandable_segments
       ? { segments: [], unplaced: [...initial.keys()].sort((a, b) => a - b), sizedFromRequest: 0 }
-      : startLayout(s, device, initial, settingsOf(s));
+      : startLayout(s, device, initial, recordedSettings);
     // A ring that may have begun inside a request (replay-start.ts): decided once placed.
-    const firstSegment = firstAllocSegment(s, device, start, settingsOf(s));
+    const firstSegment = firstAllocSegment(s, device, start, recordedSettings);
     let lost: TraceEntry | null = null;
     let firstBase = 0;
     const startReport = { segments: 0, placed: 0, sizedFromRequest: start.sizedFromRequest, allocated: 0, lostSegmentAlloc: false };
@@ -174,7 +175,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     const maxSplit = typeof active.max_split_size === 'number' && active.max_split_size > 0;
     // With a memory fraction the limit, not the device, refuses new segments: our requests
     // meet it by themselves (and collect garbage, with a threshold), so nothing is injected.
-    const limited = native.limitReleaseFor(0, 1, 0, 0).limited;
+    const limited = native.limitReleaseFor(0, 1, 0, 0).limited;  // a memory fraction is set
     const collects = limited && typeof active.garbage_collection_threshold === 'number' && active.garbage_collection_threshold > 0;
     const candidates = releasesInRequests(trace, freeAt, active.expandable_segments === true, maxSplit || collects);
     // The frees, release runs and device malloc failures (by request) of releases inside requests.
@@ -243,8 +244,10 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
         const pool = pools.get(r.pool_id?.[1] ?? 0);
         const poolId = (r.pool_id?.[1] ?? 0) === 0 ? 0 : pool ? pool.id[1]! : -1;
         const handle = streamFor(r.stream)?.handle ?? 0;
-        // With max_split_size_mb everything is decided at the release itself (below).
-        const failures = maxSplit && !limited && candidate.runs.length > 0 && poolId >= 0 ? 'at the release'
+        // With max_split_size_mb it is decided at the release itself (below); until then the
+        // frees before it are the request's.
+        const atRelease = maxSplit && !limited && candidate.runs.length > 0 && poolId >= 0;
+        const failures = atRelease ? 0
           : poolId >= 0 && native.cachedBlockFor(0, r.size, handle, poolId) !== null ? null
           : limited ? (poolId >= 0 && native.limitReleaseFor(0, r.size, handle, poolId).releases ? 0 : null)
           : candidate.runs.length === 0 ? 0 : 1;
@@ -254,7 +257,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
             inRequest.runs.add(run);
             inRequest.requestOf.set(run, candidate.request);
           }
-          if (failures === 'at the release') undecided.set(Math.min(...candidate.runs), { candidate, r, handle, poolId, before: insideRequestUntil });
+          if (atRelease) undecided.set(Math.min(...candidate.runs), { candidate, r, handle, poolId, before: insideRequestUntil });
           else if (failures > 0) inRequest.failFirstTry.set(candidate.request, failures);
           insideRequestUntil = candidate.request;
         }
@@ -267,26 +270,20 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
         // completes finished frees): the reading that fits is taken, that one first.
         const { candidate, r, handle, poolId, before } = pending;
         const served = (): boolean => native.cachedBlockFor(0, r.size, handle, poolId) !== null;
-        // Releasing nothing first, the request would then synchronize and release every free
-        // segment of the default pools (those the pending frees empty too), large ones first,
-        // each pool in (stream, size, address) order: a run that is not that is not this.
-        const notReleaseAll = (): boolean => {
+        // Releasing nothing first, the request would synchronize and release every free
+        // segment of the default pools, those the pending frees empty too.
+        const releasesAllFree = (): boolean => {
           const recordedStream = new Map([...streams].map(([id, st]) => [st.handle, id]));
-          const all = memory.memory_snapshot().filter((g) => g.device === 0 && !g.is_expandable &&
+          const free = memory.memory_snapshot().filter((g) => g.device === 0 && !g.is_expandable &&
             (g.segment_pool_id?.[1] ?? 0) === 0 && g.blocks.every((b) => b.state === 'inactive' || b.state === 'active_pending_free'))
-            .map((g) => ({ small: g.segment_type === 'small', stream: recordedStream.get(g.stream) ?? 0, size: g.total_size, address: g.address }))
-            .sort((a, b) => Number(a.small) - Number(b.small) || a.stream - b.stream || a.size - b.size || a.address - b.address);
-          for (let k = 0; k < all.length; k++) {
-            const e = trace[i + k];
-            if (!e || segmentDelta(e) >= 0 || e.size !== all[k]!.size || e.stream !== all[k]!.stream) return true;
-          }
-          return i + all.length < trace.length && segmentDelta(trace[i + all.length]!) < 0;
+            .map((g) => ({ small: g.segment_type === 'small', stream: recordedStream.get(g.stream) ?? 0, size: g.total_size, address: g.address }));
+          return isReleaseOfAll(trace, i, free);
         };
         const reading = (): number | null => {
           if (served()) return null;
           const first = native.oversizeReleaseFor(0, r.size, handle, poolId);
           const n = failedMallocs(trace, candidate, first);
-          return n !== null && first.sizes.length === 0 && pendingInRequest > 0 && notReleaseAll() ? null : n;
+          return n !== null && first.sizes.length === 0 && pendingInRequest > 0 && !releasesAllFree() ? null : n;
         };
         let n = reading();
         if (n === null && pendingInRequest > 0) {
