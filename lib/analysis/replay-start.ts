@@ -51,22 +51,15 @@ export interface StartLayout {
 export function startLayout(s: Snapshot, device: number, initialLive: Map<number, LiveAllocation>, settings: string): StartLayout {
   const trace = s.device_traces[device] ?? [];
   const created = new Set<number>();
-  const allocated = new Set<number>();
   const found = new Map<number, StartSegment>();
   for (const e of trace) {
-    if (e.addr === undefined) continue;
-    if (e.action === 'alloc') allocated.add(e.addr);
-    else if (e.action === 'segment_alloc') created.add(e.addr);
-    else if (e.action === 'segment_free' && !created.has(e.addr) && !found.has(e.addr)) {
-      found.set(e.addr, { address: e.addr, size: e.size, stream: e.stream, pool: e.pool_id?.[1] ?? 0, small: e.size === SMALL_SEGMENT, live: [] });
+    if (e.action === 'segment_alloc') created.add(e.addr!);
+    else if (e.action === 'segment_free' && !created.has(e.addr!) && !found.has(e.addr!)) {
+      found.set(e.addr!, { address: e.addr!, size: e.size, stream: e.stream, pool: e.pool_id?.[1] ?? 0, small: e.size === SMALL_SEGMENT, live: [] });
     }
   }
-  // Blocks live at the end that the history did not allocate: their size is known.
-  const finalSize = new Map<number, number>();
   for (const seg of s.segments) {
-    if (seg.device !== device || seg.is_expandable) continue;
-    for (const b of seg.blocks) if (b.state !== 'inactive' && !allocated.has(b.address)) finalSize.set(b.address, b.size);
-    if (created.has(seg.address) || found.has(seg.address)) continue;
+    if (seg.device !== device || seg.is_expandable || created.has(seg.address) || found.has(seg.address)) continue;
     found.set(seg.address, {
       address: seg.address, size: seg.total_size, stream: seg.stream, pool: seg.segment_pool_id?.[1] ?? 0,
       small: seg.segment_type === 'small', live: [],
@@ -89,8 +82,7 @@ export function startLayout(s: Snapshot, device: number, initialLive: Map<number
       continue;
     }
     const l = initialLive.get(addr)!;
-    const known = finalSize.get(addr);
-    seg.live.push({ address: addr, size: known ?? roundSize(l.size), requested: l.size, fromRequest: known === undefined });
+    seg.live.push({ address: addr, size: l.blockSize ?? roundSize(l.size), requested: l.size, fromRequest: l.blockSize === undefined });
   }
   for (const seg of segments) {
     const live = seg.live;

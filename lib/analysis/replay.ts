@@ -233,7 +233,9 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     };
     let firstDivergence: ReplayReport['firstDivergence'] = null;
     // The last entry where both sides had grown alike, and how each release was replayed.
-    let agreed = { at: -1, recorded: recorded.startReserved, ours: ours.startReserved };
+    let agreedAt = -1;
+    let agreedRecorded = recorded.startReserved;
+    let agreedOurs = ours.startReserved;
     const releaseReadings = new Map<number, string>();
     const every = Math.max(1, Math.floor(trace.length / 100));
     for (let i = 0; oom === null && i < trace.length; i++) {
@@ -404,12 +406,14 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
         firstDivergence = {
           index: i, action: e.action, recordedGrowth: recordedNow - recorded.startReserved, ourGrowth: ourNow - ours.startReserved,
           reason: divergenceReason({
-            action: e.action, since: agreed.at, at: i, releases: releaseReadings, caveats,
-            recordedStep: recordedNow - agreed.recorded, ourStep: ourNow - agreed.ours,
+            action: e.action, since: agreedAt, at: i, releases: releaseReadings, caveats,
+            recordedStep: recordedNow - agreedRecorded, ourStep: ourNow - agreedOurs,
           }),
         };
       } else if (settled) {
-        agreed = { at: i, recorded: recordedNow, ours: ourNow };
+        agreedAt = i;
+        agreedRecorded = recordedNow;
+        agreedOurs = ourNow;
       }
       if (options.onProgress && i % every === 0) options.onProgress(i, trace.length);
     }

@@ -13,6 +13,8 @@ export interface LiveAllocation {
   stream: number;
   /** n of the MemPool id (0, n) it was allocated from; 0: the default pools. */
   pool: number;
+  /** The block's size, where the final state shows it (live from before the history to its end). */
+  blockSize?: number;
 }
 
 /** The allocations live when the history began, by address. */
@@ -36,7 +38,9 @@ export function inferInitialLive(snapshot: Snapshot, device = 0): Map<number, Li
     if (seg.device !== device) continue;
     for (const b of seg.blocks) {
       if (b.state !== 'inactive' && !allocated.has(b.address) && !initial.has(b.address)) {
-        initial.set(b.address, { size: b.requested_size > 0 ? b.requested_size : b.size, stream: seg.stream, pool: seg.segment_pool_id?.[1] ?? 0 });
+        initial.set(b.address, {
+          size: b.requested_size > 0 ? b.requested_size : b.size, stream: seg.stream, pool: seg.segment_pool_id?.[1] ?? 0, blockSize: b.size,
+        });
       }
     }
   }
