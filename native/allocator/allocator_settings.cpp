@@ -32,6 +32,11 @@ void DeviceCachingAllocator::set_config(const AllocatorConfig& config) {
   if (config.per_process_memory_fraction_set) set_memory_fraction(config.per_process_memory_fraction);
 }
 
+std::size_t DeviceCachingAllocator::max_split_size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return config_.max_split_size;
+}
+
 AllocatorConfig DeviceCachingAllocator::config() const {
   std::lock_guard<std::mutex> lock(mu_);
   return config_;

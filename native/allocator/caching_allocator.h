@@ -124,6 +124,8 @@ class DeviceCachingAllocator {
   double memory_fraction() const;
   void set_config(const AllocatorConfig& config);
   AllocatorConfig config() const;
+  // The one setting the stats report (max_split_size), without copying the whole config.
+  std::size_t max_split_size() const;
 
   DeviceStats stats() const;
   // What a metrics scrape reads, taken under one lock so the figures agree: the stats, the

@@ -11,8 +11,8 @@ namespace cca::binding {
 
 namespace {
 
-std::int64_t reported_max_split(const AllocatorConfig& c) {
-  return c.max_split_size == kUnlimited ? -1 : static_cast<std::int64_t>(c.max_split_size);
+std::int64_t reported_max_split(std::size_t max_split_size) {
+  return max_split_size == kUnlimited ? -1 : static_cast<std::int64_t>(max_split_size);
 }
 
 Napi::Value StatKeys(const Napi::CallbackInfo& info) {
@@ -39,7 +39,7 @@ Napi::Value MemoryStats(const Napi::CallbackInfo& info) {
   return guarded(env, [&] {
     auto& a = runtime(info).allocator(device_arg(info, 0));
     DeviceStats stats = a.stats();
-    std::int64_t max_split = reported_max_split(a.config());
+    std::int64_t max_split = reported_max_split(a.max_split_size());
     Napi::Float64Array out = reusable_f64(info, 1, stat_keys().size());
     stat_values(stats, max_split, out.Data());
     return out;
@@ -61,7 +61,7 @@ Napi::Value MonitorSample(const Napi::CallbackInfo& info) {
     for (int d = 0; d < r.device_count(); ++d) {
       DeviceCachingAllocator& a = r.allocator(d);
       const DeviceCachingAllocator::MonitorSample m = a.monitor_sample();
-      stat_values(m.stats, reported_max_split(a.config()), p);
+      stat_values(m.stats, reported_max_split(a.max_split_size()), p);
       p += stat_keys().size();
       *p++ = static_cast<double>(m.largest_free_small);
       *p++ = static_cast<double>(m.largest_free_large);
@@ -149,7 +149,7 @@ Napi::Value AllocatorSettings(const Napi::CallbackInfo& info) {
                                   : runtime(info).config();
     Napi::Object o = Napi::Object::New(env);
     o.Set("PYTORCH_CUDA_ALLOC_CONF", c.source);
-    o.Set("max_split_size", static_cast<double>(reported_max_split(c)));
+    o.Set("max_split_size", static_cast<double>(reported_max_split(c.max_split_size)));
     o.Set("garbage_collection_threshold", c.garbage_collection_threshold);
     o.Set("expandable_segments", c.expandable_segments);
     o.Set("pinned_num_register_threads", static_cast<double>(c.pinned_num_register_threads));
