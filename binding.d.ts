@@ -164,7 +164,8 @@ export interface NativeBinding {
   isolateRuntime(devices: number, capacityBytes: number): number;
   simHoldStream(device: number, stream: number, held: boolean): void;
   simCompleteStream(device: number, stream: number): void;
-  simFailNextMallocs(device: number, count: number): void;
+  /** The next `count` device mallocs or page maps fail; with afterBytes, once that many more bytes were allocated or mapped. */
+  simFailNextMallocs(device: number, count: number, afterBytes?: number): void;
   simFailNextEventQueries(device: number, count: number): void;
   simState(device: number): SimState;
 }

@@ -54,17 +54,20 @@ export function startsCacheRelease(trace: readonly TraceEntry[], i: number): boo
  * a held stream, the run of segment frees is not replayed as empty_cache(), and when the
  * recording released something the request's first device malloc fails, so that our own
  * request synchronizes, releases by our policy (only oversize blocks first, with
- * max_split_size_mb) and tries again. Expandable segments (pages mapped, not malloc'd) keep
- * the empty_cache() replay.
+ * max_split_size_mb) and tries again. With expandable segments the request's outcome is the
+ * pages mapped before its alloc, and it may have mapped its first pages before the device ran
+ * out (`mappedBefore`): our own request's map then fails once it has mapped as much.
  */
 export interface ReleaseInRequest {
-  /** The request's outcome: its alloc (after the segment made for it) or its oom. */
+  /** The request's outcome: its alloc (after the segment or pages made for it) or its oom. */
   request: number;
   /** The free_completed entries it synchronized. */
   frees: number[];
   /** The first entries of each run of its segment frees (two when it released oversize
    *  blocks first, then synchronized and released the rest). */
   runs: number[];
+  /** Expandable segments: the bytes it mapped before the device ran out (its first pages). */
+  mappedBefore: number;
 }
 
 /** `releasesFirst`: a request may release memory before it synchronizes (oversize blocks with
@@ -72,14 +75,19 @@ export interface ReleaseInRequest {
 export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string, expandable: boolean,
   releasesFirst = false): Map<number, ReleaseInRequest> {
   const out = new Map<number, ReleaseInRequest>();
-  if (expandable || freeAt !== 'free_completed') return out;
+  if (freeAt !== 'free_completed') return out;
   const shrinks = (a: string) => a === 'segment_free' || a === 'segment_unmap';
+  const maps = (j: number) => j >= 0 && trace[j]!.action === 'segment_map';
   for (let q = 0; q < trace.length; q++) {
     const e = trace[q]!;
     let start: number;
     if (e.action === 'oom') start = q;
-    else if (e.action === 'alloc' && q > 0 && trace[q - 1]!.action === 'segment_alloc' && trace[q - 1]!.addr === e.addr) start = q - 1;
-    else continue;
+    else if (!expandable && e.action === 'alloc' && q > 0 && trace[q - 1]!.action === 'segment_alloc' && trace[q - 1]!.addr === e.addr) start = q - 1;
+    else if (expandable && e.action === 'alloc' && maps(q - 1)) {
+      // An expandable segment grows by the pages mapped just before the alloc.
+      start = q - 1;
+      while (maps(start - 1)) start--;
+    } else continue;
     let k = start - 1;
     while (k >= 0 && shrinks(trace[k]!.action)) k--;
     // Without max_split_size_mb it does not matter whether a free just before the request was
@@ -96,6 +104,11 @@ export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string,
     if (f === start - 1) continue;  // nothing synchronized or released before it
     const frees: number[] = [];
     for (let j = f + 1; j <= k; j++) frees.push(j);
+    // An expandable segment's first pages may have been mapped before the device ran out.
+    let mappedBefore = 0;
+    if (expandable) {
+      for (; maps(f); f--) mappedBefore += trace[f]!.size;
+    }
     // With max_split_size_mb the request first released its oversize blocks, before it
     // synchronized: a run of segment frees just before those frees is the same request's.
     let first = f + 1;
@@ -106,8 +119,11 @@ export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string,
       runs.push(a + 1);
       first = a + 1;
     }
+    // An expandable segment grows by mapping more pages after frees all the time; only a
+    // release (unmapped pages) shows that the device ran out first.
+    if (expandable && runs.length === 0) continue;
     // Keyed by where the replay must decide: the first entry of the sequence.
-    out.set(first, { request: q, frees, runs });
+    out.set(first, { request: q, frees, runs, mappedBefore });
   }
   return out;
 }

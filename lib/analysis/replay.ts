@@ -162,6 +162,9 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     });
     const stat = (k: string): number => memory.memory_stats(0)[k] as number;
     const growthsAtStart = stat('num_device_alloc');
+    // Reserved memory can peak inside a request (pages mapped before the device ran out and
+    // released again): the allocator's own peak sees it, sampling after each call would not.
+    memory.reset_peak_memory_stats(0);
     const shrinksAtStart = stat('num_device_free');
     const ours: ReplaySide = { startReserved: memory.memory_reserved(0), peakReserved: 0, endReserved: 0, segmentGrowths: 0, segmentShrinks: 0 };
     ours.peakReserved = ours.startReserved;
@@ -179,7 +182,10 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     const collects = limited && typeof active.garbage_collection_threshold === 'number' && active.garbage_collection_threshold > 0;
     const candidates = releasesInRequests(trace, freeAt, active.expandable_segments === true, maxSplit || collects);
     // The frees, release runs and device malloc failures (by request) of releases inside requests.
-    const inRequest = { frees: new Set<number>(), runs: new Set<number>(), failFirstTry: new Map<number, number>(), requestOf: new Map<number, number>() };
+    const inRequest = {
+      frees: new Set<number>(), runs: new Set<number>(), failFirstTry: new Map<number, number>(), requestOf: new Map<number, number>(),
+      failAfter: new Map<number, number>(),  // expandable: bytes the request maps before its failure
+    };
     // Releases inside requests whose failure count is decided when the replay reaches them.
     const undecided = new Map<number, { candidate: ReleaseInRequest; r: TraceEntry; handle: number; poolId: number; before: number }>();
     // Entries before this index happened inside one recorded request, which ours replays as
@@ -253,6 +259,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
           : poolId >= 0 && native.cachedBlockFor(0, r.size, handle, poolId) !== null ? null
           : limited ? (poolId >= 0 && native.limitReleaseFor(0, r.size, handle, poolId).releases ? 0 : null)
           : candidate.runs.length === 0 ? 0 : 1;
+        if (failures !== null && candidate.mappedBefore > 0) inRequest.failAfter.set(candidate.request, candidate.mappedBefore);
         if (failures !== null) {
           for (const j of candidate.frees) inRequest.frees.add(j);
           for (const run of candidate.runs) {
@@ -341,7 +348,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
       // The device was full for this request's first try in the recording: so it is here.
       const failures = inRequest.failFirstTry.get(i);
       if (failures !== undefined) {
-        cuda.sim.failNextMallocs(failures, 0);
+        native.simFailNextMallocs(0, failures, inRequest.failAfter.get(i) ?? 0);
         injected = true;
       }
       if (e.action === 'oom') {
@@ -402,7 +409,6 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
         const n = (k: number, what: string) => `${k} ${what}${k === 1 ? '' : 's'}`;
         if (startReport.sizedFromRequest > 0) caveats.push(`the start's rebuild sized ${n(startReport.sizedFromRequest, 'block')} from the request`);
         if (startReport.allocated > 0) caveats.push(`${n(startReport.allocated, 'allocation')} of the start not placed where recorded`);
-        if (active.expandable_segments) caveats.push('with expandable segments a release inside a request is replayed as empty_cache()');
         firstDivergence = {
           index: i, action: e.action, recordedGrowth: recordedNow - recorded.startReserved, ourGrowth: ourNow - ours.startReserved,
           reason: divergenceReason({
@@ -420,6 +426,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     options.onProgress?.(trace.length, trace.length);
     recorded.endReserved = recordedNow;
     ours.endReserved = memory.memory_reserved(0);
+    ours.peakReserved = Math.max(ours.peakReserved, stat('reserved_bytes.all.peak'));
     ours.segmentGrowths = stat('num_device_alloc') - growthsAtStart;
     ours.segmentShrinks = stat('num_device_free') - shrinksAtStart;
     const segmentEvents = compareSegmentEvents(lost ? [lost, ...trace] : trace, memory._snapshot().device_traces[0] ?? []);

@@ -117,7 +117,8 @@ Napi::Value SimCompleteStream(const Napi::CallbackInfo& info) {
 Napi::Value SimFailNextMallocs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    sim_device(env, device_arg(info, 0)).fail_next_mallocs(static_cast<int>(u64_arg(info, 1, "count")));
+    const std::size_t after = info.Length() > 2 && !info[2].IsUndefined() ? u64_arg(info, 2, "afterBytes") : 0;
+    sim_device(env, device_arg(info, 0)).fail_next_mallocs(static_cast<int>(u64_arg(info, 1, "count")), after);
     return env.Undefined();
   });
 }

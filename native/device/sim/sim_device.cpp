@@ -43,12 +43,20 @@ Status SimDevice::fail(Status s, std::string message) const {
   return s;
 }
 
+bool SimDevice::injected_failure_locked(std::size_t size) {
+  if (fail_mallocs_ == 0) return false;
+  if (fail_after_bytes_ >= size) {
+    fail_after_bytes_ -= size;
+    return false;
+  }
+  fail_after_bytes_ = 0;
+  --fail_mallocs_;
+  return true;
+}
+
 Status SimDevice::malloc(DevicePtr* out, std::size_t size) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (fail_mallocs_ > 0) {
-    --fail_mallocs_;
-    return fail(Status::kOutOfMemory, "simulated cudaMalloc failure (fault injection)");
-  }
+  if (injected_failure_locked(size)) return fail(Status::kOutOfMemory, "simulated cudaMalloc failure (fault injection)");
   std::size_t aligned = (size + kSimAlignment - 1) / kSimAlignment * kSimAlignment;
   if (aligned < size || used_ + aligned > capacity_ || used_ + aligned < used_) {
     return fail(Status::kOutOfMemory, "simulated device is full");
@@ -193,10 +201,7 @@ Status SimDevice::release_address(DevicePtr base, std::size_t size) {
 
 Status SimDevice::map_memory(DevicePtr at, std::size_t size, std::uint64_t* handle) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (fail_mallocs_ > 0) {
-    --fail_mallocs_;
-    return fail(Status::kOutOfMemory, "simulated cuMemCreate failure (fault injection)");
-  }
+  if (injected_failure_locked(size)) return fail(Status::kOutOfMemory, "simulated cuMemCreate failure (fault injection)");
   if (used_ + size > capacity_) return fail(Status::kOutOfMemory, "simulated device is full");
   bool inside = false;
   for (const auto& [base, len] : reservations_) inside = inside || (at >= base && at + size <= base + len);
@@ -352,9 +357,10 @@ void SimDevice::complete_stream(StreamId stream) {
   complete_stream_locked(stream);
 }
 
-void SimDevice::fail_next_mallocs(int n) {
+void SimDevice::fail_next_mallocs(int n, std::size_t after_bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   fail_mallocs_ = n < 0 ? 0 : n;
+  fail_after_bytes_ = fail_mallocs_ == 0 ? 0 : after_bytes;
 }
 
 void SimDevice::fail_next_event_queries(int n) {

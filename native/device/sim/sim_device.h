@@ -62,8 +62,10 @@ class SimDevice final : public Device, public CopyEngine {
   // synchronize; an unheld stream completes its work at once.
   void hold_stream(StreamId stream, bool held);
   void complete_stream(StreamId stream);
-  // The next n device mallocs report kOutOfMemory, as cudaMalloc would on a full GPU.
-  void fail_next_mallocs(int n);
+  // The next n device mallocs (and page maps) report kOutOfMemory, as cudaMalloc would on a
+  // full GPU; with after_bytes, only once that many more bytes were allocated or mapped
+  // (replay: an expandable request that mapped pages before it ran out).
+  void fail_next_mallocs(int n, std::size_t after_bytes = 0);
   // The next n event queries report kError.
   void fail_next_event_queries(int n);
   std::size_t used_bytes() const;
@@ -107,6 +109,8 @@ class SimDevice final : public Device, public CopyEngine {
   std::uint64_t next_stream_ = 1;
   std::uint64_t next_event_ = 1;
   int fail_mallocs_ = 0;
+  std::size_t fail_after_bytes_ = 0;
+  bool injected_failure_locked(std::size_t size);
   int fail_event_queries_ = 0;
 };
 
