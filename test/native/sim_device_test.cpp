@@ -27,6 +27,14 @@ TEST(sim_device_capacity_addresses_and_events) {
   DevicePtr e = 0;
   CHECK(d.malloc(&e, 512) == Status::kOutOfMemory);
   CHECK(d.malloc(&e, 512) == Status::kOk);
+  // After 1 KiB more: two 512-byte mallocs pass, the third fails, the fourth passes again.
+  d.fail_next_mallocs(1, 1024);
+  DevicePtr g = 0, h = 0, i = 0;
+  CHECK(d.malloc(&g, 512) == Status::kOk);
+  CHECK(d.malloc(&h, 512) == Status::kOk);
+  CHECK(d.malloc(&i, 512) == Status::kOutOfMemory);
+  CHECK(d.malloc(&i, 512) == Status::kOk);
+  for (DevicePtr p : {e, g, h, i}) CHECK(d.free(p) == Status::kOk);
 
   StreamId s = 0;
   EventId ev = 0;

@@ -90,6 +90,8 @@ class SimDevice final : public Device, public CopyEngine {
   unsigned char* backing_locked(DevicePtr base, std::size_t len);
   void complete_stream_locked(StreamId stream);
   bool stream_known_locked(StreamId stream) const;
+  // Whether a malloc or page map of `size` fails by fault injection (fail_next_mallocs).
+  bool injected_failure_locked(std::size_t size);
 
   const int index_;
   const std::size_t capacity_;
@@ -110,7 +112,6 @@ class SimDevice final : public Device, public CopyEngine {
   std::uint64_t next_event_ = 1;
   int fail_mallocs_ = 0;
   std::size_t fail_after_bytes_ = 0;
-  bool injected_failure_locked(std::size_t size);
   int fail_event_queries_ = 0;
 };
 
