@@ -101,6 +101,8 @@ export interface NativeBinding {
   memGetInfo(device: number): [number, number];
   setMemoryFraction(device: number, fraction: number): void;
   getMemoryFraction(device: number): number;
+  /** The stat at statKeys() position `index`: one value, without filling all of them. */
+  statValue(device: number, index: number): number;
   /**
    * Every device's metrics in one call: per device, the 122 stats (statKeys() order), then
    * [largest free block of the small pools, of the large pools, history entries, history

@@ -28,13 +28,10 @@ function statKeys(): string[] {
   return keys;
 }
 
-// One buffer for the single-value getters (memory_allocated() & co.), filled in place.
-let scratch: Float64Array | undefined;
-
+// The single-value getters (memory_allocated() & co.) ask for their one value.
 function statValue(key: string, device: unknown): number {
-  const n = statKeys().length;
-  if (scratch?.length !== n) scratch = new Float64Array(n);
-  return native.memoryStats(resolveDevice(device), scratch)[indexOf.get(key)!]!;
+  if (!keys) statKeys();
+  return native.statValue(resolveDevice(device), indexOf.get(key)!);
 }
 
 /**

@@ -17,6 +17,20 @@ describe('memory_stats', () => {
     expect(keys.some((k) => k.startsWith('allocated.'))).toBe(false);
   });
 
+  it('each single value (statValue, behind memory_allocated() and the like) is memory_stats()\'s', () => {
+    memory._set_allocator_settings('max_split_size_mb:64');
+    const kept = [cuda.alloc(3000), cuda.alloc(5 * MiB), cuda.alloc(80 * MiB)];
+    cuda.alloc(700).free();
+    const stats = memory.memory_stats();
+    const keys = native.statKeys();
+    keys.forEach((key, i) => expect([key, native.statValue(0, i)]).toEqual([key, stats[key]]));
+    expect(memory.memory_allocated()).toBe(stats['allocated_bytes.all.current']);
+    expect(memory.max_memory_reserved()).toBe(stats['reserved_bytes.all.peak']);
+    expect(() => native.statValue(0, keys.length)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }));
+    for (const b of kept) b.free();
+    memory._set_allocator_settings('');
+  });
+
   it('counts an allocation, its rounding and its segment', () => {
     const buf = cuda.alloc(1000);
     const s = memory.memory_stats();

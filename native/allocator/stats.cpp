@@ -184,4 +184,10 @@ void stat_values(const DeviceStats& stats, std::int64_t max_split_size, double* 
   for (std::size_t i = 0; i < kNumKeys; ++i) out[i] = static_cast<double>(flat[from[i]]);
 }
 
+double stat_value(const DeviceStats& stats, std::int64_t max_split_size, std::size_t index) {
+  std::int64_t flat[kNumKeys];
+  flatten(stats, max_split_size, flat);
+  return static_cast<double>(flat[key_order().from.at(index)]);
+}
+
 }  // namespace cca

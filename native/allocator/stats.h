@@ -150,5 +150,7 @@ class StatDelta {
 const std::vector<std::string>& stat_keys();
 // Fills values in stat_keys() order. max_split_size is -1 when unlimited.
 void stat_values(const DeviceStats& stats, std::int64_t max_split_size, double* out);
+// The one value at stat_keys() position `index` (memory_allocated() and the like).
+double stat_value(const DeviceStats& stats, std::int64_t max_split_size, std::size_t index);
 
 }  // namespace cca

@@ -46,6 +46,18 @@ Napi::Value MemoryStats(const Napi::CallbackInfo& info) {
   });
 }
 
+// statValue(device, index) -> the stat at statKeys() position `index`: the single-value
+// getters (memory_allocated() and the like) without filling all 122.
+Napi::Value StatValue(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&] {
+    auto& a = runtime(info).allocator(device_arg(info, 0));
+    const std::size_t index = static_cast<std::size_t>(u64_arg(info, 1, "index"));
+    if (index >= stat_keys().size()) throw InvalidArgumentError("no stat at index " + std::to_string(index), "ERR_INVALID_ARG_VALUE");
+    return Napi::Number::New(env, stat_value(a.stats(), reported_max_split(a.max_split_size()), index));
+  });
+}
+
 // monitorSample(out): every device, one after the other, as the 122 stats (statKeys()
 // order) followed by kMonitorExtras figures; `out` is filled in place when it has the
 // right length (a scrape allocates nothing then), else a new array is returned.
@@ -175,6 +187,7 @@ Napi::Value Validate(const Napi::CallbackInfo& info) {
 void register_memory_functions(Napi::Env env, Napi::Object exports) {
   export_function(env, exports, "statKeys", StatKeys);
   export_function(env, exports, "memoryStats", MemoryStats);
+  export_function(env, exports, "statValue", StatValue);
   export_function(env, exports, "monitorSample", MonitorSample);
   export_function(env, exports, "resetPeakStats", ResetPeakStats);
   export_function(env, exports, "resetAccumulatedStats", ResetAccumulatedStats);
