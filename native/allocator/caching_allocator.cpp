@@ -21,6 +21,7 @@
 //   ledger (ledger.h), which keeps the stats and history in step with the blocks;
 //   validate.cpp checks every invariant on demand. The size rules are in size_policy.h.
 #include "caching_allocator.h"
+#include "hot.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -52,7 +53,7 @@ DeviceCachingAllocator::~DeviceCachingAllocator() {
   });
 }
 
-void DeviceCachingAllocator::check_stream(StreamId stream) const {
+CCA_HOT void DeviceCachingAllocator::check_stream(StreamId stream) const {
   if (stream != 0 && streams_.count(stream) == 0) {
     throw InvalidArgumentError("stream " + hex(stream) + " is not a live stream of device " +
                                    std::to_string(device_.index()) +
@@ -61,7 +62,7 @@ void DeviceCachingAllocator::check_stream(StreamId stream) const {
   }
 }
 
-DevicePtr DeviceCachingAllocator::malloc(std::uint64_t size, StreamId stream, std::uint32_t owner, CallContext ctx) {
+CCA_HOT DevicePtr DeviceCachingAllocator::malloc(std::uint64_t size, StreamId stream, std::uint32_t owner, CallContext ctx) {
   if (size == 0) return 0;
   if (size >= kOneExaByte) {
     OutOfMemoryInfo info;
@@ -144,14 +145,14 @@ DeviceCachingAllocator::LimitRelease DeviceCachingAllocator::limit_release_for(s
   return out;
 }
 
-bool DeviceCachingAllocator::get_free_block(AllocParams& p) {
+CCA_HOT bool DeviceCachingAllocator::get_free_block(AllocParams& p) {
   if (gc_enabled()) ledger_.free_block_searched(*p.pool);
   p.block = best_cached_block(*p.pool, p.stream, p.size, config_);
   p.block_in_free_set = true;
   return p.block != nullptr;
 }
 
-const Block* DeviceCachingAllocator::hand_out(const AllocParams& p, std::uint32_t owner) {
+CCA_HOT const Block* DeviceCachingAllocator::hand_out(const AllocParams& p, std::uint32_t owner) {
   HandOut h;
   h.requested = p.requested;
   h.size = p.size;
@@ -250,7 +251,7 @@ void DeviceCachingAllocator::throw_oom(const AllocParams& p, std::unique_lock<st
   throw OutOfMemoryError(msg.str(), info);
 }
 
-void DeviceCachingAllocator::free(DevicePtr ptr, CallContext ctx) {
+CCA_HOT void DeviceCachingAllocator::free(DevicePtr ptr, CallContext ctx) {
   if (ptr == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
   const Block* block = ledger_.find_allocated(ptr);
@@ -277,7 +278,7 @@ void DeviceCachingAllocator::free(DevicePtr ptr, CallContext ctx) {
 }
 
 // Recording the events is the one step that can fail; it comes before any change.
-void DeviceCachingAllocator::free_block(const Block* block, CallContext ctx) {
+CCA_HOT void DeviceCachingAllocator::free_block(const Block* block, CallContext ctx) {
   const int events = block->stream_uses.empty() ? 0 : events_.record(block, block->stream_uses);
   ledger_.free_requested(block, events, ctx);
 }

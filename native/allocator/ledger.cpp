@@ -1,6 +1,7 @@
 // The ledger's bookkeeping: committing a change, recycling block objects, segments and
 // MemPools coming and going, and the history settings.
 #include "ledger.h"
+#include "hot.h"
 
 #include "clock.h"
 #include "state_change.h"
@@ -26,7 +27,7 @@ const Segment* Ledger::segment_containing(DevicePtr ptr) const {
   return nullptr;
 }
 
-void Ledger::record_traces(const StateChange& change) {
+CCA_HOT void Ledger::record_traces(const StateChange& change) {
   const std::uint64_t now = clock_ticks();
   for (int i = 0; i < change.trace_count(); ++i) {
     const TraceEntry& e = change.trace_entry(i);

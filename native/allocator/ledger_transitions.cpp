@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ledger.h"
+#include "hot.h"
 #include "state_change.h"
 
 namespace cca {
@@ -21,7 +22,7 @@ const Block* Ledger::segment_allocated(DevicePtr ptr, std::size_t size, const Bl
   return block;
 }
 
-const Block* Ledger::hand_out(const Block* handed, bool in_free_set, const HandOut& h) {
+CCA_HOT const Block* Ledger::hand_out(const Block* handed, bool in_free_set, const HandOut& h) {
   Block* block = own(handed);
   CCA_ASSERT(block->state == BlockState::kFree && block->mapped);
   if (in_free_set) block->pool->erase(block);
@@ -60,7 +61,7 @@ void Ledger::stream_destroyed(StreamId stream) {
   });
 }
 
-void Ledger::free_requested(const Block* freed, int events, CallContext ctx) {
+CCA_HOT void Ledger::free_requested(const Block* freed, int events, CallContext ctx) {
   Block* block = own(freed);
   CCA_ASSERT(block->state == BlockState::kAllocated && block->event_count == 0);
   block->stream_uses.clear();
@@ -94,7 +95,7 @@ void Ledger::event_completed(const Block* waiting) {
 }
 
 // A pending block becomes free: merged with free neighbours and put back in its pool.
-void Ledger::complete_free(Block* block, StateChange& change, std::uint32_t stack) {
+CCA_HOT void Ledger::complete_free(Block* block, StateChange& change, std::uint32_t stack) {
   change.trace(TraceAction::kFreeCompleted, block->ptr, block->requested_size, block->stream, stack, block->tag,
                block->pool->pool_id);
   merge_free_neighbours(block, change);
@@ -104,7 +105,7 @@ void Ledger::complete_free(Block* block, StateChange& change, std::uint32_t stac
   change.after(*block);
 }
 
-void Ledger::merge_free_neighbours(Block* block, StateChange& change) {
+CCA_HOT void Ledger::merge_free_neighbours(Block* block, StateChange& change) {
   for (Block* neighbour : {block->prev.get(), block->next.get()}) {
     if (neighbour == nullptr || neighbour->state != BlockState::kFree || neighbour->mapped != block->mapped) continue;
     change.before(*neighbour);

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "caching_allocator.h"
+#include "hot.h"
 
 namespace cca {
 
@@ -126,7 +127,7 @@ void DeviceCachingAllocator::garbage_collect_cached_blocks() {
   }
 }
 
-void DeviceCachingAllocator::process_events() {
+CCA_HOT void DeviceCachingAllocator::process_events() {
   events_.process([this](const Block* b) { ledger_.event_completed(b); });
 }
 

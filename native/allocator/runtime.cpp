@@ -1,4 +1,5 @@
 #include "runtime.h"
+#include "hot.h"
 
 namespace cca {
 
@@ -14,7 +15,7 @@ Runtime::~Runtime() {
   platform_.reset();
 }
 
-DeviceCachingAllocator& Runtime::allocator(int device) {
+CCA_HOT DeviceCachingAllocator& Runtime::allocator(int device) {
   if (device < 0 || device >= device_count()) {
     throw InvalidArgumentError("device " + std::to_string(device) + " does not exist: there are " +
                                    std::to_string(device_count()) + " devices (0.." +

@@ -1,4 +1,5 @@
 #include "size_bins.h"
+#include "hot.h"
 
 namespace cca {
 
@@ -14,7 +15,7 @@ std::size_t SizeBins::first_nonempty_bin(std::size_t bin) const {
   return w * 64 + static_cast<std::size_t>(__builtin_ctzll(words_[w]));
 }
 
-void SizeBins::insert(Block* block) {
+CCA_HOT void SizeBins::insert(Block* block) {
   const std::size_t bin = bin_of(block->size);
   Heap& heap = bins_[bin];
   if (heap.empty()) {
@@ -26,7 +27,7 @@ void SizeBins::insert(Block* block) {
   ++count_;
 }
 
-void SizeBins::erase(Block* block) {
+CCA_HOT void SizeBins::erase(Block* block) {
   const std::size_t bin = bin_of(block->size);
   Heap& heap = bins_[bin];
   const std::size_t i = block->bin_slot;

@@ -1,4 +1,5 @@
 #include "stats.h"
+#include "hot.h"
 
 #include <algorithm>
 #include <utility>
@@ -59,7 +60,7 @@ void StatDelta::set_pool(const BlockPool* pool) {
   pool_ = p;
 }
 
-void StatDelta::add_block(const Block& b, int sign) {
+CCA_HOT void StatDelta::add_block(const Block& b, int sign) {
   set_pool(b.pool);
   const auto size = static_cast<std::int64_t>(b.size);
   const bool expandable = b.expandable;
@@ -94,7 +95,7 @@ void StatDelta::add_segment(const Segment& s, int sign) {
   if (s.counted_oversize) oversize_segments_ += sign;
 }
 
-void StatDelta::apply_to(StatCounters& stats) const {
+CCA_HOT void StatDelta::apply_to(StatCounters& stats) const {
   // Every kind, touched or not: straight-line code beats skipping the zeros.
   if (pool_ >= 0) {
     for (int k = 0; k < kNumStatKinds; ++k) stats.apply(k, pool_, d_[k]);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "../allocator/hot.h"
 #include "addon_state.h"
 #include "args.h"
 #include "runtime_holder.h"
@@ -24,7 +25,7 @@ struct Args {
 
 // Reads `count` numbers; on a wrong type or count, throws a JS error and returns false.
 // Reads `count` numbers, then up to `optional` more if passed (undefined counts as absent).
-bool read_numbers(napi_env env, napi_callback_info info, std::size_t count, const char* const* names, Args& out,
+CCA_HOT bool read_numbers(napi_env env, napi_callback_info info, std::size_t count, const char* const* names, Args& out,
                   std::size_t optional = 0) {
   napi_value argv[5];
   size_t argc = 5;
@@ -68,7 +69,7 @@ napi_value run(napi_env env, F&& fn) {
 }
 
 // alloc(device, size, stream, stackId?, tagId?)
-napi_value Alloc(napi_env env, napi_callback_info info) {
+CCA_HOT napi_value Alloc(napi_env env, napi_callback_info info) {
   static const char* const names[] = {"device", "size", "stream", "stackId", "tagId"};
   Args a;
   if (!read_numbers(env, info, 3, names, a, 2)) return nullptr;
@@ -83,7 +84,7 @@ napi_value Alloc(napi_env env, napi_callback_info info) {
 }
 
 // free(device, ptr, stackId?)
-napi_value Free(napi_env env, napi_callback_info info) {
+CCA_HOT napi_value Free(napi_env env, napi_callback_info info) {
   static const char* const names[] = {"device", "ptr", "stackId"};
   Args a;
   if (!read_numbers(env, info, 2, names, a, 1)) return nullptr;
