@@ -79,7 +79,7 @@ export interface NativeBinding {
   /**
    * With a memory fraction set (`limited`): whether alloc(size, stream) in pool n would give
    * back cached memory before asking the device (garbage collection due, or the fraction
-   * refusing a new segment).
+   * refusing a new segment). Size 0 asks only whether a fraction is set.
    */
   limitReleaseFor(device: number, size: number, stream: number, pool: number): { limited: boolean; releases: boolean };
   /** An empty call shaped like alloc, for benchmark baselines. */

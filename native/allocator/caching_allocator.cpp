@@ -97,15 +97,25 @@ CCA_HOT DevicePtr DeviceCachingAllocator::malloc(std::uint64_t size, StreamId st
   return ptr;
 }
 
+DeviceCachingAllocator::AllocParams DeviceCachingAllocator::request_for(std::uint64_t size, StreamId stream,
+                                                                       std::uint32_t pool) const {
+  check_stream(stream);
+  AllocParams p;
+  p.requested = size;
+  p.size = round_size(static_cast<std::size_t>(size), config_);
+  p.stream = stream;
+  p.pool = &pool_of(pool == 0 ? nullptr : &private_pool(pool), is_small_request(p.size));
+  p.alloc_size = allocation_size(p.size, config_);
+  return p;
+}
+
 std::optional<DeviceCachingAllocator::CachedBlock> DeviceCachingAllocator::cached_block_for(std::uint64_t size,
                                                                                           StreamId stream,
                                                                                           std::uint32_t pool) const {
   if (size == 0 || size >= kOneExaByte) return std::nullopt;
   std::lock_guard<std::mutex> lock(mu_);
-  check_stream(stream);
-  const std::size_t rounded = round_size(static_cast<std::size_t>(size), config_);
-  const BlockPool& bp = pool_of(pool == 0 ? nullptr : &private_pool(pool), is_small_request(rounded));
-  const Block* b = best_cached_block(bp, stream, rounded, config_);
+  const AllocParams p = request_for(size, stream, pool);
+  const Block* b = best_cached_block(*p.pool, p.stream, p.size, config_);
   if (b == nullptr) return std::nullopt;
   return CachedBlock{b->ptr, b->size};
 }
@@ -115,12 +125,7 @@ DeviceCachingAllocator::OversizeRelease DeviceCachingAllocator::oversize_release
   OversizeRelease out;
   if (size == 0 || size >= kOneExaByte) return out;
   std::lock_guard<std::mutex> lock(mu_);
-  check_stream(stream);
-  AllocParams p;
-  p.size = round_size(static_cast<std::size_t>(size), config_);
-  p.stream = stream;
-  p.pool = &pool_of(pool == 0 ? nullptr : &private_pool(pool), is_small_request(p.size));
-  const AvailableRelease r = available_cached_blocks(p);
+  const AvailableRelease r = available_cached_blocks(request_for(size, stream, pool));
   for (const Block* b : r.blocks) out.sizes.push_back(b->size);
   out.retries = r.enough;
   return out;
@@ -133,15 +138,12 @@ DeviceCachingAllocator::LimitRelease DeviceCachingAllocator::limit_release_for(s
   check_stream(stream);
   out.limited = fraction_set_;
   if (!fraction_set_ || size == 0 || size >= kOneExaByte) return out;
-  const std::size_t rounded = round_size(static_cast<std::size_t>(size), config_);
-  const BlockPool& bp = pool_of(pool == 0 ? nullptr : &private_pool(pool), is_small_request(rounded));
-  if (best_cached_block(bp, stream, rounded, config_) != nullptr) return out;
+  const AllocParams p = request_for(size, stream, pool);
+  if (best_cached_block(*p.pool, p.stream, p.size, config_) != nullptr) return out;
   bool collectable = false;
   for (const Block* b : ledger_.default_pool(false).in_order()) collectable |= !b->is_split() && !b->expandable;
-  const auto gc_threshold = static_cast<std::size_t>(config_.garbage_collection_threshold *
-                                                     static_cast<double>(allowed_memory_maximum_));
-  const bool collects = gc_enabled() && total_reserved() > gc_threshold && collectable;
-  out.releases = collects || total_reserved() + allocation_size(rounded, config_) > allowed_memory_maximum_;
+  const bool collects = gc_enabled() && total_reserved() > gc_threshold_bytes() && collectable;
+  out.releases = collects || over_memory_fraction(p.alloc_size);
   return out;
 }
 
@@ -177,7 +179,7 @@ bool DeviceCachingAllocator::trigger_free_memory_callbacks(std::unique_lock<std:
 bool DeviceCachingAllocator::alloc_block(AllocParams& p, bool is_retry) {
   if (is_retry) ledger_.count(Counter::kAllocRetry);
   const std::size_t size = p.alloc_size;
-  if (fraction_set_ && total_reserved() + size > allowed_memory_maximum_) {
+  if (over_memory_fraction(size)) {
     p.device_status = Status::kOutOfMemory;
     return false;
   }

@@ -214,6 +214,9 @@ class DeviceCachingAllocator {
     return small ? p->small : p->large;
   }
   bool get_free_block(AllocParams& p);
+  // A request as malloc would make it (rounded, in `pool` or the default pools), for the
+  // read-only questions replay asks; the caller holds the lock.
+  AllocParams request_for(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
   bool trigger_free_memory_callbacks(std::unique_lock<std::mutex>& lock);
   bool alloc_block(AllocParams& p, bool is_retry);
   const Block* hand_out(const AllocParams& p, std::uint32_t owner);
@@ -231,6 +234,14 @@ class DeviceCachingAllocator {
   void release_segment(const Block* block);
   void garbage_collect_cached_blocks();
   bool gc_enabled() const { return fraction_set_ && config_.garbage_collection_threshold > 0.0; }
+  // Reserved bytes above which garbage collection frees cached blocks.
+  std::size_t gc_threshold_bytes() const {
+    return static_cast<std::size_t>(config_.garbage_collection_threshold * static_cast<double>(allowed_memory_maximum_));
+  }
+  // Whether the memory fraction refuses `alloc_size` more bytes of segments.
+  bool over_memory_fraction(std::size_t alloc_size) const {
+    return fraction_set_ && total_reserved() + alloc_size > allowed_memory_maximum_;
+  }
   void process_events();
   void synchronize_and_free_events();
   // Frees the size bins of destroyed streams once they hold no block.

@@ -92,8 +92,7 @@ void DeviceCachingAllocator::release_segment(const Block* block) {
 // Frees unsplit large blocks at or above the average age until reserved memory is back
 // under threshold * allowed maximum. No synchronization: it only touches free blocks.
 void DeviceCachingAllocator::garbage_collect_cached_blocks() {
-  const auto threshold_bytes = static_cast<std::size_t>(config_.garbage_collection_threshold *
-                                                        static_cast<double>(allowed_memory_maximum_));
+  const std::size_t threshold_bytes = gc_threshold_bytes();
   const std::size_t reserved = total_reserved();
   if (reserved <= threshold_bytes) return;
   const std::size_t target = reserved - threshold_bytes;

@@ -12,6 +12,19 @@ namespace cca::binding {
 
 namespace {
 
+// (device, size, stream, pool): the request the read-only questions below are about.
+struct Request {
+  DeviceCachingAllocator& allocator;
+  std::uint64_t size;
+  StreamId stream;
+  std::uint32_t pool;
+};
+
+Request request_arg(const Napi::CallbackInfo& info) {
+  return Request{runtime(info).allocator(device_arg(info, 0)), u64_arg(info, 1, "size"), u64_arg(info, 2, "stream"),
+                 to_id(number_arg(info, 3, "pool"), "pool")};
+}
+
 // placeSegment(device, size, stream, pool, small, layout) -> [segment, ...live blocks] addresses;
 // layout: a Float64Array of (offset, block size, requested size) per live block.
 Napi::Value PlaceSegment(const Napi::CallbackInfo& info) {
@@ -63,8 +76,8 @@ Napi::Value SizePolicy(const Napi::CallbackInfo& info) {
 Napi::Value CachedBlockFor(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
-    const auto b = runtime(info).allocator(device_arg(info, 0)).cached_block_for(
-        u64_arg(info, 1, "size"), u64_arg(info, 2, "stream"), to_id(number_arg(info, 3, "pool"), "pool"));
+    const Request q = request_arg(info);
+    const auto b = q.allocator.cached_block_for(q.size, q.stream, q.pool);
     if (!b) return env.Null();
     Napi::Object o = Napi::Object::New(env);
     o.Set("ptr", static_cast<double>(b->ptr));
@@ -86,8 +99,8 @@ Napi::Value UnplaceSegment(const Napi::CallbackInfo& info) {
 Napi::Value OversizeReleaseFor(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    const DeviceCachingAllocator::OversizeRelease r = runtime(info).allocator(device_arg(info, 0)).oversize_release_for(
-        u64_arg(info, 1, "size"), u64_arg(info, 2, "stream"), to_id(number_arg(info, 3, "pool"), "pool"));
+    const Request q = request_arg(info);
+    const DeviceCachingAllocator::OversizeRelease r = q.allocator.oversize_release_for(q.size, q.stream, q.pool);
     Napi::Array sizes = Napi::Array::New(env, r.sizes.size());
     for (std::size_t i = 0; i < r.sizes.size(); ++i) sizes.Set(static_cast<std::uint32_t>(i), static_cast<double>(r.sizes[i]));
     Napi::Object o = Napi::Object::New(env);
@@ -101,8 +114,8 @@ Napi::Value OversizeReleaseFor(const Napi::CallbackInfo& info) {
 Napi::Value LimitReleaseFor(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&] {
-    const DeviceCachingAllocator::LimitRelease r = runtime(info).allocator(device_arg(info, 0)).limit_release_for(
-        u64_arg(info, 1, "size"), u64_arg(info, 2, "stream"), to_id(number_arg(info, 3, "pool"), "pool"));
+    const Request q = request_arg(info);
+    const DeviceCachingAllocator::LimitRelease r = q.allocator.limit_release_for(q.size, q.stream, q.pool);
     Napi::Object o = Napi::Object::New(env);
     o.Set("limited", r.limited);
     o.Set("releases", r.releases);
