@@ -1,12 +1,16 @@
-// What a recorded history says beyond its allocs and frees, for replay: where the cache
-// was released and whether inside a request, the device's size, the segments that were
-// there at the start, and the order of segment events to compare with ours.
+// What a recorded history says beyond its allocs and frees, for replay: its settings, where
+// the cache was released and whether inside a request, the device's size, why the replay
+// parted from it, and the order of segment events to compare with ours. (The segments of
+// its start: replay-start.ts.)
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { humanBytes } from '../format.js';
 import { snapshotArg } from './args.js';
-import { timeline } from './timeline.js';
+import { segmentDelta, timeline } from './timeline.js';
 
 const MiB = 1024 * 1024;
+
+/** A segment free or unmap: memory given back. */
+const releases = (e: TraceEntry | undefined): boolean => e !== undefined && segmentDelta(e) < 0;
 
 /** The snapshot's allocator settings as a config string ('' for the defaults). */
 export function settingsOf(snapshot: Snapshot): string {
@@ -30,14 +34,10 @@ export function settingsOf(snapshot: Snapshot): string {
 
 /**
  * Whether the segment free at `i` opens a run of segment frees: the cache released, by
- * empty_cache() or by an allocation that retries after a failed device malloc (or ends in an
- * OOM). Both release every free segment, so the replay calls empty_cache() there: it cannot
- * count on its own device running out at the same point. (With max_split_size_mb set, PyTorch
- * first releases only oversize blocks; a replay that releases more shows it as a divergence.)
+ * empty_cache(), a MemPool's release, or a request that found no room (releasesInRequests).
  */
 export function startsCacheRelease(trace: readonly TraceEntry[], i: number): boolean {
-  const shrinks = (a: string) => a === 'segment_free' || a === 'segment_unmap';
-  return shrinks(trace[i]!.action) && (i === 0 || !shrinks(trace[i - 1]!.action));
+  return releases(trace[i]) && !releases(trace[i - 1]);
 }
 
 /**
@@ -76,7 +76,6 @@ export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string,
   releasesFirst = false): Map<number, ReleaseInRequest> {
   const out = new Map<number, ReleaseInRequest>();
   if (freeAt !== 'free_completed') return out;
-  const shrinks = (a: string) => a === 'segment_free' || a === 'segment_unmap';
   const maps = (j: number) => j >= 0 && trace[j]!.action === 'segment_map';
   for (let q = 0; q < trace.length; q++) {
     const e = trace[q]!;
@@ -89,7 +88,7 @@ export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string,
       while (maps(start - 1)) start--;
     } else continue;
     let k = start - 1;
-    while (k >= 0 && shrinks(trace[k]!.action)) k--;
+    while (releases(trace[k])) k--;
     // Without max_split_size_mb it does not matter whether a free just before the request was
     // the program's (done at once) or one the request waited for: pending, it is completed by
     // our request's synchronization before anything is released, and the request's cached
@@ -113,9 +112,9 @@ export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string,
     // synchronized: a run of segment frees just before those frees is the same request's.
     let first = f + 1;
     const runs = k < start - 1 ? [k + 1] : [];
-    if (releasesFirst && frees.length > 0 && f >= 0 && shrinks(trace[f]!.action)) {
+    if (releasesFirst && frees.length > 0 && releases(trace[f])) {
       let a = f;
-      while (a >= 0 && shrinks(trace[a]!.action)) a--;
+      while (releases(trace[a])) a--;
       runs.push(a + 1);
       first = a + 1;
     }
@@ -135,15 +134,14 @@ export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string,
  * oversizeReleaseFor). With nothing to release first, one failure: our request then releases
  * everything, as the recording did. Otherwise the recorded release must begin with exactly
  * those segments (of the request's stream and pool), or it was not this request's: an
- * empty_cache() before it (null). It failed
- * twice when it retried after them and still released more.
+ * empty_cache() before it (null). It failed twice when it retried after them and still
+ * released more.
  */
 export function failedMallocs(trace: readonly TraceEntry[], c: ReleaseInRequest, first: { sizes: number[]; retries: boolean }): number | null {
   if (first.sizes.length === 0) return 1;
-  const shrinks = (a: string) => a === 'segment_free' || a === 'segment_unmap';
   const request = trace[c.request]!;
   const released: TraceEntry[] = [];
-  for (let j = Math.min(...c.runs); j < trace.length && shrinks(trace[j]!.action); j++) released.push(trace[j]!);
+  for (let j = Math.min(...c.runs); releases(trace[j]); j++) released.push(trace[j]!);
   // Oversize blocks are released from the request's own stream and pool only.
   const same = (e: TraceEntry | undefined, size: number) => e !== undefined && e.size === size && e.stream === request.stream &&
     (e.pool_id?.[1] ?? 0) === (request.pool_id?.[1] ?? 0);
@@ -168,10 +166,9 @@ export function isReleaseOfAll(trace: readonly TraceEntry[], at: number, free: F
   const order = [...free].sort((a, b) => Number(a.small) - Number(b.small) || a.stream - b.stream || a.size - b.size || a.address - b.address);
   for (let k = 0; k < order.length; k++) {
     const e = trace[at + k];
-    if (!e || !(e.action === 'segment_free' || e.action === 'segment_unmap') || e.size !== order[k]!.size || e.stream !== order[k]!.stream) return false;
+    if (!releases(e) || e!.size !== order[k]!.size || e!.stream !== order[k]!.stream) return false;
   }
-  const after = trace[at + order.length];
-  return !(after && (after.action === 'segment_free' || after.action === 'segment_unmap'));
+  return !releases(trace[at + order.length]);
 }
 
 /**

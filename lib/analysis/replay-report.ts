@@ -50,7 +50,8 @@ export interface ReplayReport {
   segmentEvents: SegmentEventComparison;
   recorded: ReplaySide;
   ours: ReplaySide;
-  /** Ours, at the first moment reserved memory reached its peak. */
+  /** Ours, after the first allocation that left reserved memory at its highest (a peak
+   *  inside a request, counted in `ours.peakReserved`, is not sampled). */
   oursAtPeak: PeakState;
   /** The first entry after which reserved growth since the start differs, or null. */
   firstDivergence: {

@@ -102,7 +102,8 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     // (replay-start.ts). Expandable segments grow by pages and are not placed: there the
     // live allocations are made in address order.
     const recordedSettings = settingsOf(s);
-    const start: StartLayout = memory.get_allocator_settings().expandable_segments
+    const active = memory.get_allocator_settings();
+    const start: StartLayout = active.expandable_segments
       ? { segments: [], unplaced: [...initial.keys()].sort((a, b) => a - b), sizedFromRequest: 0 }
       : startLayout(s, device, initial, recordedSettings);
     // A ring that may have begun inside a request (replay-start.ts): decided once placed.
@@ -174,11 +175,10 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     recorded.peakReserved = recorded.startReserved;
 
     const freeAt = releasingAction(trace);
-    const active = memory.get_allocator_settings();
     const maxSplit = typeof active.max_split_size === 'number' && active.max_split_size > 0;
     // With a memory fraction the limit, not the device, refuses new segments: our requests
     // meet it by themselves (and collect garbage, with a threshold), so nothing is injected.
-    const limited = native.limitReleaseFor(0, 1, 0, 0).limited;  // a memory fraction is set
+    const limited = native.limitReleaseFor(0, 0, 0, 0).limited;  // size 0 asks only: is a memory fraction set?
     const collects = limited && typeof active.garbage_collection_threshold === 'number' && active.garbage_collection_threshold > 0;
     const candidates = releasesInRequests(trace, freeAt, active.expandable_segments === true, maxSplit || collects);
     // The frees, release runs and device malloc failures (by request) of releases inside requests.
@@ -259,8 +259,8 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
           : poolId >= 0 && native.cachedBlockFor(0, r.size, handle, poolId) !== null ? null
           : limited ? (poolId >= 0 && native.limitReleaseFor(0, r.size, handle, poolId).releases ? 0 : null)
           : candidate.runs.length === 0 ? 0 : 1;
-        if (failures !== null && candidate.mappedBefore > 0) inRequest.failAfter.set(candidate.request, candidate.mappedBefore);
         if (failures !== null) {
+          if (candidate.mappedBefore > 0) inRequest.failAfter.set(candidate.request, candidate.mappedBefore);
           for (const j of candidate.frees) inRequest.frees.add(j);
           for (const run of candidate.runs) {
             inRequest.runs.add(run);
