@@ -15,6 +15,19 @@ beforeEach(() => {
 const actions = (s = memory._snapshot()) => s.device_traces[0]!.map((e) => e.action);
 
 describe('_record_memory_history', () => {
+  it('is off on a replaced runtime: no stacks captured, no annotations kept for it', () => {
+    memory._record_memory_history({ enabled: 'all', context: 'all', maxEntries: 100 });
+    cuda.alloc(1000).free();
+    cuda.sim.configure();
+    const before = stacks.size;
+    const b = cuda.alloc(1000);
+    memory.annotate('after the replacement', () => b.free());
+    expect(stacks.size).toBe(before);
+    const s = memory._snapshot();
+    expect(s.device_traces[0] ?? []).toEqual([]);
+    expect(s.external_annotations ?? []).toEqual([]);
+  });
+
   it('records every event with PyTorch\'s fields', () => {
     memory._record_memory_history({ enabled: 'all', context: 'all', maxEntries: 100 });
     const a = cuda.alloc(1000, { tag: 'weights' });

@@ -116,24 +116,23 @@ function skipMaskOf(actions: unknown, name: string): number {
 
 function apply(enabled: boolean, level: number, maxEntries: number, skipMask: number, clear: boolean, rate: number): void {
   native.setHistory(enabled, level, maxEntries, skipMask, clear);
+  setCapture(enabled, level, maxEntries, clear, rate);
+  if (!enabled) stacks.compact();
+}
+
+// What cuda.alloc and DeviceBuffer.free read, and the annotations that go with the history.
+function setCapture(enabled: boolean, level: number, maxEntries: number, clear: boolean, rate: number): void {
   capture.enabled = enabled;
   capture.level = enabled ? level : 0;
   capture.every = Math.max(1, Math.round(1 / rate));
   capture.countdown = 1;
   capture.maxEntries = enabled ? maxEntries : 0;
-  // Annotations are part of the history: they go with it.
   if (!enabled || clear) clearAnnotations();
-  if (!enabled) stacks.compact();
 }
 
 /** @internal The runtime was replaced (cuda.sim.configure/isolate): its history starts off. */
 export function forgetHistorySettings(): void {
-  capture.enabled = false;
-  capture.level = 0;
-  capture.every = 1;
-  capture.countdown = 1;
-  capture.maxEntries = 0;
-  clearAnnotations();
+  setCapture(false, 0, 0, false, 1);
 }
 
 /** Whether this event gets a stack, honouring the sample rate. Hot path. */
