@@ -123,8 +123,13 @@ export interface NativeBinding {
   /** The field names of each snapshot record, in order (native/binding/snapshot_records.h). */
   snapshotLayout(): { segment: string[]; block: string[]; trace: string[] };
   traceActionNames(): string[];
-  /** How many clock converters were built (the fast snapshot path builds none). */
+  /** How many times the trace clock was calibrated (the fast snapshot path calibrates nothing). */
   clockBuilds(): number;
+  /**
+   * Recalibrates the trace clock now rather than when next due; returns clockBuilds(). A
+   * recalibration never changes the time of a tick read before it.
+   */
+  clockRecalibrate(): number;
   /** The trace clock's raw ticks now (annotations carry these). */
   clockTicks(): number;
   /** The device's next history order number (annotations carry it beside trace entries' seq). */

@@ -3,7 +3,8 @@
 import { Command, InvalidArgumentError as CliArgumentError } from 'commander';
 import { runDemo } from '../demo.js';
 import { loadSnapshot } from '../snapshot/load.js';
-import { formatFor, unwritable, writeSnapshotFile } from '../snapshot/dump.js';
+import { formatFor, writeSnapshotFile } from '../snapshot/dump.js';
+import { replaceFile } from '../files.js';
 import { summarize } from '../analysis/summary.js';
 import { renderSegments, renderSnapshotSummary, renderSummaryTable, renderTrace } from './format-snapshot.js';
 import { fragmentation } from '../analysis/fragmentation.js';
@@ -16,7 +17,7 @@ import cliProgress from 'cli-progress';
 import { basename } from 'node:path';
 import { viewerHtml } from '../viewer/html.js';
 import { humanBytes } from '../format.js';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 
 function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -174,12 +175,8 @@ program
   .action((file: string, opts: { output?: string }) => {
     const output = opts.output ?? `${file}.html`;
     const html = viewerHtml(load(file), basename(file));
-    try {
-      writeFileSync(output, html);
-    } catch (e) {
-      throw unwritable(output, e as NodeJS.ErrnoException);
-    }
-    process.stderr.write(`wrote ${output} (${humanBytes(Buffer.byteLength(html))}); open it in a browser\n`);
+    const bytes = replaceFile(output, (out) => out.write(Buffer.from(html, 'utf8')));
+    process.stderr.write(`wrote ${output} (${humanBytes(bytes)}); open it in a browser\n`);
   });
 
 program

@@ -3,8 +3,8 @@
 // trace, frag, diff, leaks, replay, viz, and convert both ways (whose output must read
 // back). Answers with the outcome; a case that kills this process or outlives its time
 // limit is caught by the parent. Runs on the built package (dist/).
-import { parseSnapshot } from '../../dist/snapshot/load.js';
-import { encodeSnapshot } from '../../dist/snapshot/dump.js';
+import { loadSnapshot, parseSnapshot } from '../../dist/snapshot/load.js';
+import { encodeSnapshot, writeSnapshotFile } from '../../dist/snapshot/dump.js';
 import { summarize } from '../../dist/analysis/summary.js';
 import { fragmentation } from '../../dist/analysis/fragmentation.js';
 import { diffSnapshots } from '../../dist/analysis/diff.js';
@@ -67,9 +67,24 @@ function runCase(bytes) {
   return out;
 }
 
+/** A special file by path: reading it and dumping onto it must both be refused with a code. */
+function runPathCase(path) {
+  const out = { codes: [], parsed: false, crash: null };
+  try {
+    const snap = attempt('read', () => loadSnapshot(path), out);
+    if (snap !== undefined) out.parsed = true;
+    const tiny = { segments: [], device_traces: [[]] };
+    if (attempt('dump-onto', () => writeSnapshotFile(tiny, path), out) !== undefined) {
+      out.crash = { stage: 'dump-onto', error: `wrote a snapshot onto ${path}` };
+    }
+  } catch (e) {
+    if (e !== out) out.crash = { stage: 'harness', error: String(e) };
+  }
+  return out;
+}
+
 process.on('message', (msg) => {
-  const bytes = Buffer.from(msg.bytes);
-  const r = runCase(bytes);
+  const r = msg.path ? runPathCase(msg.path) : runCase(Buffer.from(msg.bytes));
   process.send({ id: msg.id, ...r });
 });
 process.send({ ready: true });

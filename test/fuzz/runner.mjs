@@ -4,13 +4,18 @@
 //   clean error  refused by the reader with a coded error
 //   crash        an uncoded error anywhere, or the child died (out of memory, a signal)
 //   hang         still running at the time limit (the child is killed and replaced)
+// The first cases are special files handed over by path (a FIFO with no writer, a socket,
+// devices, a directory, links to them): each must be refused, for reading and as a dump's
+// target, without blocking.
 // Crashing and hanging inputs are written to `failuresDir` to reproduce them.
 import { fork } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeSnapshot } from '../../dist/snapshot/dump.js';
 import { caseMaker } from './cases.mjs';
+import { specialFiles } from '../support/special-files.mjs';
 
 const CHILD = fileURLToPath(new URL('./child.mjs', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('../fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
@@ -43,7 +48,11 @@ export async function seedFiles() {
 }
 
 export async function runFuzz({ cases, seed = 1, workers = 2, timeoutMs = 20_000, heapMb = 1024, failuresDir, fixtureShare, onProgress } = {}) {
-  const make = caseMaker(seed, await seedFiles(), { fixtureShare });
+  const makeBytes = caseMaker(seed, await seedFiles(), { fixtureShare });
+  const specialDir = mkdtempSync(join(tmpdir(), 'cca-fuzz-special-'));
+  const special = await specialFiles(specialDir);
+  const paths = Object.entries(special.paths);
+  const make = (i) => (i < paths.length ? { label: `special-${paths[i][0]}`, path: paths[i][1] } : makeBytes(i));
   const stats = { cases: 0, valid: 0, cleanErrors: 0, crashes: 0, hangs: 0, commandRefusals: 0, byLabel: {}, codes: {}, failures: [] };
   let next = 0;
   const record = (i, label, outcome, detail) => {
@@ -59,7 +68,8 @@ export async function runFuzz({ cases, seed = 1, workers = 2, timeoutMs = 20_000
   const saveFailure = (i, c) => {
     if (!failuresDir) return;
     mkdirSync(failuresDir, { recursive: true });
-    writeFileSync(join(failuresDir, `seed${seed}-case${i}-${c.label}.bin`), c.bytes);
+    if (c.path) writeFileSync(join(failuresDir, `seed${seed}-case${i}-${c.label}.txt`), `${c.path}\n`);
+    else writeFileSync(join(failuresDir, `seed${seed}-case${i}-${c.label}.bin`), c.bytes);
   };
 
   async function worker() {
@@ -84,7 +94,7 @@ export async function runFuzz({ cases, seed = 1, workers = 2, timeoutMs = 20_000
           child.off('exit', onExit);
           resolve(m);
         });
-        child.send({ id: i, bytes: c.bytes });
+        child.send(c.path ? { id: i, path: c.path } : { id: i, bytes: c.bytes });
       });
       if (result.hang || result.died) {
         child.removeAllListeners();
@@ -110,6 +120,11 @@ export async function runFuzz({ cases, seed = 1, workers = 2, timeoutMs = 20_000
       child.kill();
     }
   }
-  await Promise.all(Array.from({ length: workers }, worker));
+  try {
+    await Promise.all(Array.from({ length: workers }, worker));
+  } finally {
+    await special.close();
+    rmSync(specialDir, { recursive: true, force: true });
+  }
   return stats;
 }

@@ -179,19 +179,87 @@ TEST(ring_wraps_shrinks_and_frees_when_disabled) {
   CHECK_EQ(f.a().snapshot(0, true).traces.size(), std::size_t{1});  // only the read itself
 }
 
-TEST(clock_converter_tracks_the_wall_clock_and_is_cached) {
-  ClockCalibration cal;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(30);
+namespace {
+void spin_for(std::chrono::microseconds d) {
+  const auto deadline = std::chrono::steady_clock::now() + d;
   while (std::chrono::steady_clock::now() < deadline) {
   }
+}
+double wall_us_now() {
+  return std::chrono::duration<double, std::micro>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+TEST(clock_converter_tracks_the_wall_clock_and_is_cached) {
+  ClockCalibration cal;
+  spin_for(std::chrono::milliseconds(30));
   const std::uint64_t t = clock_ticks();
-  const double wall = std::chrono::duration<double, std::micro>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double wall = wall_us_now();
   TickConverter c = cal.converter();
-  CHECK(c.us_per_tick > 0);
+  CHECK(c.us_per_tick() > 0);
   const double err = std::fabs(c.to_unix_us(t) - wall);
   if (err > 2000) harness::fail(__FILE__, __LINE__, "converted time is " + std::to_string(err) + " us off the wall clock");
   for (int i = 0; i < 100; ++i) cal.converter();
   CHECK_EQ(cal.builds(), std::uint64_t{1});
-  cal.converter(std::chrono::milliseconds(0));
+  cal.recalibrate();
   CHECK_EQ(cal.builds(), std::uint64_t{2});
+}
+
+// Two snapshots of one process give an event the same time: a recalibration between them
+// maps no earlier tick anew (the old converter refitted every tick, moving times by a few us).
+TEST(clock_recalibration_never_moves_a_converted_time) {
+  ClockCalibration cal;
+  std::vector<std::uint64_t> ticks;
+  std::vector<double> shown;
+  for (int round = 0; round < 6; ++round) {
+    for (int i = 0; i < 200; ++i) {
+      ticks.push_back(clock_ticks());
+      spin_for(std::chrono::microseconds(50));
+    }
+    const TickConverter c = round == 0 ? cal.converter() : cal.recalibrate();
+    for (std::size_t i = 0; i < ticks.size(); ++i) {
+      const double us = c.to_unix_us(ticks[i]);
+      if (i < shown.size()) {
+        if (us != shown[i]) {
+          harness::fail(__FILE__, __LINE__, "tick " + std::to_string(i) + " was " + std::to_string(shown[i]) +
+                                                " us, after recalibration " + std::to_string(round) + " it is " +
+                                                std::to_string(us));
+        }
+      } else {
+        shown.push_back(us);
+      }
+    }
+  }
+  CHECK_EQ(cal.builds(), std::uint64_t{6});
+  // The same times whichever order the ticks are read in (the converter's cursor).
+  const TickConverter c = cal.converter();
+  for (std::size_t i = ticks.size(); i-- > 0;) CHECK_EQ(c.to_unix_us(ticks[i]), shown[i]);
+}
+
+// Recalibrating steers toward the new fit without a step: times stay in order across the
+// pieces, and a tick read after the correction has run is as close to the wall clock as a
+// fresh calibration's.
+TEST(clock_recalibration_is_continuous_and_converges) {
+  ClockCalibration cal;
+  spin_for(std::chrono::milliseconds(20));
+  cal.converter();
+  spin_for(std::chrono::milliseconds(20));
+  const std::uint64_t before = clock_ticks();
+  const TickConverter c = cal.recalibrate();
+  CHECK(c.pieces() >= 3);
+  // From before the recalibration to 3 s of ticks after it: past both new pieces' starts.
+  const auto step = static_cast<std::uint64_t>(3e6 / c.us_per_tick() / 20000);
+  double last = -1;
+  std::uint64_t t = before;
+  for (int i = 0; i < 20000; ++i, t += step) {
+    const double us = c.to_unix_us(t);
+    CHECK(us >= last);
+    last = us;
+  }
+  // The correction spans about a second of ticks; past it, the new fit's scale alone.
+  spin_for(std::chrono::milliseconds(1100));
+  const std::uint64_t now = clock_ticks();
+  const double wall = wall_us_now();
+  const double err = std::fabs(c.to_unix_us(now) - wall);
+  if (err > 2000) harness::fail(__FILE__, __LINE__, "converted time is " + std::to_string(err) + " us off the wall clock");
 }

@@ -1,0 +1,329 @@
+// Every public function, every parameter, against one pool of wrong values: each call must
+// throw an error with a stable `code` whose message names the parameter, and leave the
+// process exactly as it was: stats, segments, the runtime (its generation), allocator and
+// history settings, pools, the current device. New public functions belong in CALLS.
+import { beforeEach, describe, expect, it } from 'vitest';
+import {
+  DeviceBuffer, MemPool, Stream, analysis, cuda, encodeSnapshot, formatSize, loadSnapshot, memory, monitoring, parseSnapshot,
+  use_mem_pool,
+} from '../../lib/index.js';
+import { capture } from '../../lib/history/record.js';
+import { stacks } from '../../lib/history/stack-store.js';
+import { annotations } from '../../lib/history/annotations.js';
+import type { Snapshot } from '../../lib/snapshot/types.js';
+import { freshSim } from '../support/helpers.js';
+
+const sym = Symbol('s');
+/** The pool every parameter is tried with; each kind skips the values that are valid for it. */
+const WRONG: unknown[] = [
+  undefined, null, NaN, Infinity, -Infinity, -1, 0.5, 2 ** 53 + 2, 2 ** 64, 1n, '', 'banana', '0', {}, [], true, sym,
+  () => 1, Object.create(null), new Uint8Array(2),
+];
+
+type Kind = (v: unknown) => boolean;  // true when the value is valid for the parameter
+const isInt = (v: unknown, lo: number, hi: number) => typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi;
+const kinds = {
+  device: ((v) => v === undefined || v === null || isInt(v, 0, 1)) as Kind,
+  requiredDevice: ((v) => isInt(v, 0, 1)) as Kind,
+  options: ((v) => v === undefined || (typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0 &&
+    !(v instanceof Uint8Array))) as Kind,
+  optionalBool: ((v) => v === undefined || typeof v === 'boolean') as Kind,
+  bool: ((v) => typeof v === 'boolean') as Kind,
+  string: ((v) => typeof v === 'string') as Kind,
+  fn: ((v) => typeof v === 'function') as Kind,
+  optionalFn: ((v) => v === undefined || typeof v === 'function') as Kind,
+  size: ((v) => isInt(v, 0, 2 ** 30)) as Kind,
+  count: ((v) => isInt(v, 0, 2 ** 31 - 1)) as Kind,
+  fraction: ((v) => typeof v === 'number' && v >= 0 && v <= 1) as Kind,
+  width: ((v) => isInt(v, 1, 10_000)) as Kind,
+  none: (() => false) as Kind,  // no value of the pool is valid here
+};
+
+interface Setup {
+  buf: DeviceBuffer;
+  freed: DeviceBuffer;
+  stale: DeviceBuffer;
+  staleStream: Stream;
+  destroyed: Stream;
+  side: Stream;
+  pool: MemPool;
+  released: MemPool;
+  snap: Snapshot;
+}
+
+let S: Setup;
+
+beforeEach(() => {
+  freshSim();
+  const stale = cuda.alloc(4096);
+  const staleStream = Stream.create();
+  freshSim({ devices: 2 });
+  memory._set_allocator_settings('max_split_size_mb:64');
+  memory._record_memory_history({ enabled: 'all', context: 'all', maxEntries: 1000, stackDepth: 7 });
+  const buf = cuda.alloc(4096, { tag: 'kept' });
+  const freed = cuda.alloc(8192);
+  freed.free();
+  const destroyed = Stream.create();
+  destroyed.destroy();
+  const side = Stream.create();
+  const pool = new MemPool();
+  use_mem_pool(pool, () => cuda.alloc(1024));
+  const released = new MemPool();
+  released.release();
+  memory.annotate('step', () => cuda.alloc(512).free());
+  S = { buf, freed, stale, staleStream, destroyed, side, pool, released, snap: memory._snapshot() };
+});
+
+function fingerprint(): string {
+  const state = {
+    stats: [0, 1].map((d) => memory.memory_stats(d)),
+    segments: memory.memory_snapshot(),
+    runtime: cuda.runtimeInfo(),
+    settings: memory.get_allocator_settings(),
+    fraction: [0, 1].map((d) => memory.get_per_process_memory_fraction(d)),
+    device: cuda.currentDevice(),
+    history: { ...capture, countdown: 0, depth: stacks.depth, notes: annotations().length },
+    pools: [S.pool.use_count(), S.released.use_count()],
+    sim: [0, 1].map((d) => cuda.sim.state(d)),
+    invariants: [0, 1].map((d) => memory.check_invariants(d)),
+  };
+  return JSON.stringify(state, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v));
+}
+
+interface Call {
+  /** What is called, as a user would write it. */
+  name: string;
+  /** The parameter that gets the wrong value; the message must name it. */
+  param: string;
+  valid: Kind;
+  /** Wrong values beyond the pool (stale, freed, forged objects...). */
+  extra?: () => unknown[];
+  call: (v: unknown) => unknown;
+}
+
+const snapKind: Kind = (v) => Array.isArray(v) && v.length === 0;  // [] is a legacy (empty) segment list
+const forgedBuffer = () => [Object.create(DeviceBuffer.prototype), { ptr: S.buf.ptr, size: 1e9, device: 0 }];
+const badStreams = () => [S.destroyed, S.staleStream, Object.create(Stream.prototype), { handle: 0, device: 0 }];
+const badSnapshots = () => [
+  { segments: 'x' }, { segments: [{}] }, { segments: [], device_traces: [[{ action: 'alloc' }]] },
+  { ...S.snap, segments: [{ ...S.snap.segments[0]!, total_size: 'big' }] },
+  { ...S.snap, external_annotations: [{ device: 0, name: 'x', stage: 'MIDDLE', time_us: 1 }] },
+];
+const badOptions = (keys: string[]) => () => keys.map((k) => ({ [`${k}x`]: 1 }));
+// _record_memory_history's first argument: null stops, a boolean is the legacy form, an
+// object holds the options.
+const historyFirstArg: Kind = (v) => v === undefined || v === null || typeof v === 'boolean' || kinds.options(v);
+
+const CALLS: Call[] = [
+  // cuda
+  { name: 'cuda.alloc', param: 'size', valid: kinds.size, call: (v) => cuda.alloc(v as number) },
+  { name: 'cuda.alloc', param: 'options', valid: kinds.options, extra: badOptions(['stream', 'device', 'tag']), call: (v) => cuda.alloc(16, v as never) },
+  { name: 'cuda.alloc', param: 'options.stream', valid: (v) => v === undefined, extra: badStreams, call: (v) => cuda.alloc(16, { stream: v as Stream }) },
+  { name: 'cuda.alloc', param: 'options.device', valid: kinds.device, call: (v) => cuda.alloc(16, { device: v as number }) },
+  { name: 'cuda.alloc', param: 'options.tag', valid: (v) => v === undefined || typeof v === 'string', call: (v) => cuda.alloc(16, { tag: v as string }) },
+  { name: 'cuda.recordStream', param: 'buffer', valid: kinds.none, extra: () => [S.freed, S.stale, ...forgedBuffer()], call: (v) => cuda.recordStream(v as DeviceBuffer, S.side) },
+  { name: 'cuda.recordStream', param: 'stream', valid: kinds.none, extra: badStreams, call: (v) => cuda.recordStream(S.buf, v as Stream) },
+  { name: 'cuda.synchronize', param: 'device', valid: kinds.device, call: (v) => cuda.synchronize(v as number) },
+  { name: 'cuda.setDevice', param: 'device', valid: kinds.requiredDevice, call: (v) => cuda.setDevice(v as number) },
+  { name: 'cuda.getDeviceProperties', param: 'device', valid: kinds.device, call: (v) => cuda.getDeviceProperties(v as number) },
+  { name: 'cuda.deviceName', param: 'device', valid: kinds.device, call: (v) => cuda.deviceName(v as number) },
+  { name: 'cuda.isSimulated', param: 'device', valid: kinds.device, call: (v) => cuda.isSimulated(v as number) },
+  { name: 'cuda.defaultStream', param: 'device', valid: kinds.device, call: (v) => cuda.defaultStream(v as number) },
+  { name: 'cuda.Stream.create', param: 'options', valid: kinds.options, extra: badOptions(['device']), call: (v) => cuda.Stream.create(v as never) },
+  { name: 'cuda.Stream.create', param: 'options.device', valid: kinds.device, call: (v) => cuda.Stream.create({ device: v as number }) },
+  { name: 'cuda.sim.configure', param: 'options', valid: kinds.options, extra: badOptions(['devices']), call: (v) => cuda.sim.configure(v as never) },
+  { name: 'cuda.sim.configure', param: 'options.devices', valid: (v) => v === undefined || isInt(v, 1, 64), call: (v) => cuda.sim.configure({ devices: v as number }) },
+  { name: 'cuda.sim.configure', param: 'options.capacityBytes', valid: (v) => v === undefined || isInt(v, 1, 2 ** 40), call: (v) => cuda.sim.configure({ capacityBytes: v as number }) },
+  { name: 'cuda.sim.holdStream', param: 'stream', valid: kinds.none, extra: badStreams, call: (v) => cuda.sim.holdStream(v as Stream) },
+  { name: 'cuda.sim.holdStream', param: 'held', valid: kinds.optionalBool, call: (v) => cuda.sim.holdStream(S.side, v as boolean) },
+  { name: 'cuda.sim.completeStream', param: 'stream', valid: kinds.none, extra: badStreams, call: (v) => cuda.sim.completeStream(v as Stream) },
+  { name: 'cuda.sim.failNextMallocs', param: 'count', valid: kinds.count, call: (v) => cuda.sim.failNextMallocs(v as number) },
+  { name: 'cuda.sim.failNextMallocs', param: 'device', valid: kinds.device, call: (v) => cuda.sim.failNextMallocs(0, v as number) },
+  { name: 'cuda.sim.failNextEventQueries', param: 'count', valid: kinds.count, call: (v) => cuda.sim.failNextEventQueries(v as number) },
+  { name: 'cuda.sim.state', param: 'device', valid: kinds.device, call: (v) => cuda.sim.state(v as number) },
+  // DeviceBuffer and Stream methods
+  { name: 'buf.copyFrom', param: 'copyFrom array', valid: (v) => v instanceof Uint8Array, call: (v) => S.buf.copyFrom(v as Uint8Array) },
+  { name: 'buf.copyFrom', param: 'offset', valid: (v) => v === undefined || isInt(v, 0, 4094), call: (v) => S.buf.copyFrom(new Uint8Array(2), v as number) },
+  { name: 'buf.copyTo', param: 'copyTo array', valid: (v) => v instanceof Uint8Array, call: (v) => S.buf.copyTo(v as Uint8Array) },
+  { name: 'buf.copyTo', param: 'offset', valid: (v) => v === undefined || isInt(v, 0, 4094), call: (v) => S.buf.copyTo(new Uint8Array(2), v as number) },
+  { name: 'buf.fill', param: 'value', valid: (v) => isInt(v, 0, 255), call: (v) => S.buf.fill(v as number) },
+  { name: 'buf.fill', param: 'offset', valid: (v) => v === undefined || isInt(v, 0, 4096), call: (v) => S.buf.fill(0, v as number) },
+  { name: 'buf.fill', param: 'bytes', valid: (v) => v === undefined || isInt(v, 0, 4096), call: (v) => S.buf.fill(0, 0, v as number) },
+  { name: 'DeviceBuffer methods', param: 'buffer', valid: kinds.none, extra: () => [S.freed, S.stale, ...forgedBuffer()],
+    call: (v) => DeviceBuffer.prototype.copyTo.call(v as DeviceBuffer, new Uint8Array(4)) },
+  { name: 'Stream methods', param: 'stream', valid: kinds.none, extra: badStreams, call: (v) => Stream.prototype.synchronize.call(v as Stream) },
+  // memory
+  ...(['memory_stats', 'memory_stats_as_nested_dict', 'memory_allocated', 'max_memory_allocated', 'memory_reserved',
+    'max_memory_reserved', 'reset_peak_memory_stats', 'reset_accumulated_memory_stats', 'empty_cache', 'mem_get_info',
+    'get_per_process_memory_fraction', 'check_invariants', 'memory_summary'] as const).map((f): Call => ({
+    name: `memory.${f}`, param: 'device', valid: kinds.device, call: (v) => (memory[f] as (d: unknown) => unknown)(v),
+  })),
+  { name: 'memory.set_per_process_memory_fraction', param: 'fraction', valid: kinds.fraction, extra: () => [1.5, -0.1], call: (v) => memory.set_per_process_memory_fraction(v as number) },
+  { name: 'memory.set_per_process_memory_fraction', param: 'device', valid: kinds.device, call: (v) => memory.set_per_process_memory_fraction(1, v as number) },
+  { name: 'memory.memory_summary', param: 'abbreviated', valid: kinds.optionalBool, call: (v) => memory.memory_summary(0, v as boolean) },
+  { name: 'memory._set_allocator_settings', param: 'settings|config|expandable_segments|max_split_size', valid: (v) => v === '', extra: () => ['bogus:1', 'max_split_size_mb:-1', 'expandable_segments:yes'],
+    call: (v) => memory._set_allocator_settings(v as string) },
+  ...(['memory_snapshot', '_snapshot'] as const).flatMap((f): Call[] => [
+    { name: `memory.${f}`, param: 'options', valid: kinds.options, extra: badOptions(['mempoolId', 'includeTraces']), call: (v) => memory[f](v as never) },
+    { name: `memory.${f}`, param: 'options.includeTraces', valid: kinds.optionalBool, call: (v) => memory[f]({ includeTraces: v as boolean }) },
+    { name: `memory.${f}`, param: 'options.mempoolId', valid: (v) => v === undefined, extra: () => [[0, 2 ** 32], [0, -1], [1, 1], [0, 1.5], [0], [0, 1, 2], [0, '1'], [0, 0]],
+      call: (v) => memory[f]({ mempoolId: v as number[] }) },
+  ]),
+  { name: 'memory._record_memory_history', param: 'enabled', valid: historyFirstArg,
+    extra: () => ['none', 'ALL'], call: (v) => memory._record_memory_history(v as never) },
+  ...([
+    ['context', (v: unknown) => v === undefined || v === null, ['ALL', 'stack']],
+    ['stacks', (v: unknown) => v === undefined, ['cpp']],
+    ['maxEntries', (v: unknown) => v === undefined || isInt(v, 0, 2 ** 53 - 1), []],
+    ['device', kinds.device, []],
+    ['clearHistory', kinds.optionalBool, ['yes']],
+    ['skipActions', (v: unknown) => v === undefined || v === null || (Array.isArray(v) && v.length === 0), [['nope'], [1]]],
+    ['stackSampleRate', (v: unknown) => v === undefined || (typeof v === 'number' && v > 0 && v <= 1), [0]],
+    ['stackDepth', (v: unknown) => v === undefined || isInt(v, 1, 200), [0, 201]],
+  ] as const).map(([key, valid, extra]): Call => ({
+    name: 'memory._record_memory_history', param: key, valid, extra: () => [...extra],
+    // stackDepth beside the bad value: a refused call must not have set it.
+    call: (v) => memory._record_memory_history({ enabled: 'all', stackDepth: 3, [key]: v }),
+  })),
+  { name: 'memory._record_memory_history', param: 'options|enabled', valid: historyFirstArg,
+    extra: () => [{ enabled: 'all', maxEntriess: 10 }, { Enabled: 'all' }], call: (v) => memory._record_memory_history(v as never) },
+  ...(['record_context', 'trace_alloc_record_context', 'clear_history', 'record_context_cpp'] as const).map((key): Call => ({
+    name: 'memory._record_memory_history (legacy)', param: key, valid: kinds.optionalBool, call: (v) => memory._record_memory_history(true, { [key]: v }),
+  })),
+  { name: 'memory._record_memory_history (legacy)', param: 'trace_alloc_max_entries', valid: (v) => v === undefined || isInt(v, 0, 2 ** 53 - 1),
+    call: (v) => memory._record_memory_history(true, { trace_alloc_max_entries: v }) },
+  { name: 'memory._record_memory_history (legacy)', param: 'device', valid: kinds.device, call: (v) => memory._record_memory_history(true, { device: v }) },
+  { name: 'memory._record_memory_history (legacy)', param: 'skip_actions', valid: (v) => v === undefined || v === null || (Array.isArray(v) && v.length === 0),
+    call: (v) => memory._record_memory_history(true, { skip_actions: v }) },
+  // Valid names are never tried: they would write files.
+  { name: 'memory._dump_snapshot', param: 'filename|not a regular file|cannot write', valid: (v) => v === undefined || (typeof v === 'string' && v !== ''), extra: () => ['/', '/nonexistent-dir/x.pickle'], call: (v) => memory._dump_snapshot(v as string) },
+  { name: 'memory._dump_snapshot', param: 'options', valid: kinds.options, extra: () => [{ format: 'xml' }, { formt: 'json' }], call: (v) => memory._dump_snapshot('/tmp/cca-never.pickle', v as never) },
+  { name: 'memory.annotate', param: 'name', valid: kinds.string, call: (v) => memory.annotate(v as string, () => 1) },
+  { name: 'memory.annotate', param: 'fn', valid: kinds.optionalFn, call: (v) => memory.annotate('r', v as () => void) },
+  { name: 'memory.onOutOfMemory', param: 'callback', valid: kinds.fn, call: (v) => memory.onOutOfMemory(v as never) },
+  { name: 'memory.dumpSnapshotOnOutOfMemory', param: 'path', valid: (v) => v === null || (typeof v === 'string' && v !== ''), call: (v) => memory.dumpSnapshotOnOutOfMemory(v as string) },
+  { name: 'new MemPool', param: 'options', valid: kinds.options, extra: badOptions(['device']), call: (v) => new MemPool(v as never) },
+  { name: 'new MemPool', param: 'options.device', valid: kinds.device, call: (v) => new MemPool({ device: v as number }) },
+  { name: 'use_mem_pool', param: 'pool', valid: kinds.none, extra: () => [S.released, Object.create(MemPool.prototype), { id: [0, 1] }], call: (v) => use_mem_pool(v as MemPool, () => 1) },
+  { name: 'use_mem_pool', param: 'fn', valid: kinds.fn, call: (v) => use_mem_pool(S.pool, v as () => void) },
+  { name: 'pool.snapshot', param: 'options', valid: kinds.options, extra: badOptions(['includeTraces']), call: (v) => S.pool.snapshot(v as never) },
+  { name: 'pool.snapshot', param: 'options.includeTraces', valid: kinds.optionalBool, call: (v) => S.pool.snapshot({ includeTraces: v as boolean }) },
+  { name: 'MemPool methods', param: 'pool', valid: kinds.none, extra: () => [S.released, Object.create(MemPool.prototype)], call: (v) => MemPool.prototype.release.call(v as MemPool) },
+  // monitoring
+  // Valid options are never tried here: they would register on the default registry or listen.
+  { name: 'monitoring.registerPrometheus', param: 'options|registry', valid: kinds.options, extra: () => [{ registry: {} }, { registy: 1 }],
+    call: (v) => monitoring.registerPrometheus(v as never) },
+  { name: 'monitoring.registerOpenTelemetry', param: 'meter', valid: kinds.none, call: (v) => monitoring.registerOpenTelemetry(v as never) },
+  { name: 'monitoring.serveMetrics', param: 'options', valid: kinds.options, extra: badOptions(['port', 'host', 'path']), call: (v) => monitoring.serveMetrics(v as never) },
+  { name: 'monitoring.serveMetrics', param: 'options.port', valid: (v) => v === undefined, extra: () => [70_000, -1, 1.5], call: (v) => monitoring.serveMetrics({ port: v as number }) },
+  // files and codecs
+  { name: 'loadSnapshot', param: 'path|file', valid: kinds.none, extra: () => ['/dev/zero', '/', '/nonexistent.pickle', 0, 1], call: (v) => loadSnapshot(v as string) },
+  { name: 'loadSnapshot', param: 'options', valid: kinds.options, extra: () => [{ maxBytes: 0 }, { maxbytes: 5 }], call: (v) => loadSnapshot('/nonexistent.pickle', v as never) },
+  { name: 'parseSnapshot', param: 'bytes|snapshot', valid: kinds.none, extra: () => [Buffer.from('{"segments":1}'), Buffer.alloc(0)], call: (v) => parseSnapshot(v as Uint8Array) },
+  { name: 'encodeSnapshot', param: 'format', valid: (v) => v === undefined, extra: () => ['xml', 'PICKLE'], call: (v) => encodeSnapshot(S.snap, v as never) },
+  { name: 'encodeSnapshot', param: 'snapshot', valid: snapKind, extra: badSnapshots, call: (v) => encodeSnapshot(v) },
+  { name: 'formatSize', param: 'bytes', valid: (v) => typeof v === 'number' && Number.isFinite(v), call: (v) => formatSize(v as number) },
+  // analysis: the snapshot argument of each, then their other parameters
+  ...([
+    ['summarize', (s: unknown) => analysis.summarize(s as Snapshot)],
+    ['fragmentation', (s: unknown) => analysis.fragmentation(s as Snapshot)],
+    ['diffSnapshots (a)', (s: unknown) => analysis.diffSnapshots(s as Snapshot, S.snap)],
+    ['diffSnapshots (b)', (s: unknown) => analysis.diffSnapshots(S.snap, s as Snapshot)],
+    ['regionTotals', (s: unknown) => analysis.regionTotals(s as Snapshot)],
+    ['findLeaks', (s: unknown) => analysis.findLeaks(s as Snapshot)],
+    ['defaultMarker', (s: unknown) => analysis.defaultMarker(s as Snapshot, 0)],
+    ['replayOnSim', (s: unknown) => analysis.replayOnSim(s as Snapshot)],
+    ['settingsOf', (s: unknown) => analysis.settingsOf(s as Snapshot)],
+    ['timeline', (s: unknown) => analysis.timeline(s as Snapshot)],
+    ['inferInitialLive', (s: unknown) => analysis.inferInitialLive(s as Snapshot, 0)],
+    ['reservedAtStart', (s: unknown) => analysis.reservedAtStart(s as Snapshot, 0)],
+    ['orderKeyOf', (s: unknown) => analysis.orderKeyOf(s as Snapshot, 0)],
+    ['isExactlyOrdered', (s: unknown) => analysis.isExactlyOrdered(s as Snapshot, 0)],
+  ] as const).map(([f, call]): Call => ({ name: `analysis.${f}`, param: 'snapshot|a|b|segments|device_traces|external_annotations|top level', valid: snapKind, extra: badSnapshots, call })),
+  ...([
+    ['regionTotals', (d: unknown) => analysis.regionTotals(S.snap, d as number)],
+    ['defaultMarker', (d: unknown) => analysis.defaultMarker(S.snap, d as number)],
+    ['timeline', (d: unknown) => analysis.timeline(S.snap, d as number)],
+    ['inferInitialLive', (d: unknown) => analysis.inferInitialLive(S.snap, d as number)],
+    ['reservedAtStart', (d: unknown) => analysis.reservedAtStart(S.snap, d as number)],
+    ['orderKeyOf', (d: unknown) => analysis.orderKeyOf(S.snap, d as number)],
+    ['regionWindows', (d: unknown) => analysis.regionWindows([], d as number)],
+  ] as const).map(([f, call]): Call => ({ name: `analysis.${f}`, param: 'device', valid: (v) => v === undefined || isInt(v, 0, 2 ** 31 - 1), call })),
+  { name: 'analysis.fragmentation', param: 'options', valid: kinds.options, extra: () => [{ mapwidth: 5 }, { mapWidth: 0 }], call: (v) => analysis.fragmentation(S.snap, v as never) },
+  { name: 'analysis.blockMap', param: 'segment', valid: kinds.none, extra: () => [{ address: 0, total_size: 1, blocks: [{}] }], call: (v) => analysis.blockMap(v as never, 10) },
+  { name: 'analysis.blockMap', param: 'width', valid: kinds.width, call: (v) => analysis.blockMap(S.snap.segments[0]!, v as number) },
+  { name: 'analysis.diffSnapshots', param: 'options', valid: kinds.options, extra: () => [{ dpeth: 3 }, { depth: 0 }, { device: -1 }], call: (v) => analysis.diffSnapshots(S.snap, S.snap, v as never) },
+  { name: 'analysis.findLeaks', param: 'options', valid: kinds.options, extra: () => [{ minSteps: NaN }, { minsteps: 2 }, { marker: 5 }, { depth: 0 }, { device: 'x' }],
+    call: (v) => analysis.findLeaks(S.snap, v as never) },
+  { name: 'analysis.replayOnSim', param: 'options|config', valid: kinds.options,
+    extra: () => [{ settings: 'bogus:1' }, { settings: 5 }, { capacityBytes: -1 }, { capcityBytes: 1 }, { onProgress: 5 }, { device: 1.5 }],
+    call: (v) => analysis.replayOnSim(S.snap, v as never) },
+  { name: 'analysis.whatIf', param: 'snapshot|a|b|segments|device_traces|external_annotations|top level|path|file', valid: snapKind,
+    extra: () => [...badSnapshots(), '/nonexistent.pickle'], call: (v) => analysis.whatIf(v as never) },
+  { name: 'analysis.whatIf', param: 'options|config|settings|workers|maxBytes', valid: kinds.options,
+    extra: () => [{ settings: ['bogus:1'] }, { settings: 'x' }, { workers: 0 }, { wrkers: 1 }, { capacityBytes: -1 }, { maxBytes: 0 }],
+    call: (v) => analysis.whatIf(S.snap, v as never) },
+  { name: 'analysis.regionWindows', param: 'annotations', valid: snapKind, extra: () => [[{ device: 0, name: 'a', stage: 'X', time_us: 1 }], [5]], call: (v) => analysis.regionWindows(v as never, 0) },
+  { name: 'analysis.regionWindows', param: 'key', valid: kinds.optionalFn, call: (v) => analysis.regionWindows([], 0, v as never) },
+  ...(['meaningfulFrames', 'topFrame', 'stackKey'] as const).map((f): Call => ({
+    name: `analysis.${f}`, param: 'frames', valid: (v) => v === undefined || (Array.isArray(v) && v.length === 0),
+    extra: () => [[{ filename: 1, line: 1, name: 'x' }], [null]], call: (v) => analysis[f](v as never),
+  })),
+  { name: 'analysis.stackKey', param: 'depth', valid: (v) => v === undefined || isInt(v, 1, 1000), call: (v) => analysis.stackKey([], v as number) },
+];
+
+async function attempt(call: Call, value: unknown): Promise<unknown> {
+  try {
+    await call.call(value);
+  } catch (e) {
+    return e;
+  }
+  return undefined;
+}
+
+const shown = (v: unknown) => {
+  if (typeof v === 'bigint') return `${v}n`;
+  if (typeof v === 'symbol' || typeof v === 'function') return String(v);
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+};
+
+describe('every public function refuses every wrong value, with a code, changing nothing', () => {
+  it.each(CALLS.map((c) => [`${c.name} (${c.param.split('|')[0]})`, c] as const))('%s', async (_label, c) => {
+    const values = [...WRONG.filter((v) => !c.valid(v)), ...(c.extra?.() ?? [])];
+    expect(values.length).toBeGreaterThan(0);
+    const problems: string[] = [];
+    for (const v of values) {
+      const before = fingerprint();
+      const err = await attempt(c, v) as (Error & { code?: unknown }) | undefined;
+      const after = fingerprint();
+      const label = `${c.name} with ${c.param.split('|')[0]} = ${shown(v)}`;
+      if (err === undefined) problems.push(`${label}: accepted`);
+      else if (typeof err !== 'object' || err === null) problems.push(`${label}: threw a non-error ${String(err)}`);
+      else if (typeof err.code !== 'string' || !/^ERR_[A-Z_]+$/.test(err.code)) problems.push(`${label}: uncoded ${err.name}: ${err.message}`);
+      else if (err.code !== 'ERR_CUDA_OUT_OF_MEMORY' && !new RegExp(c.param.replace(/[.()]/g, (m) => `\\${m}`), 'i').test(err.message)) {
+        problems.push(`${label}: message does not name the parameter: ${err.message}`);
+      }
+      if (before !== after) problems.push(`${label}: state changed`);
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('covers every export of the memory, cuda and analysis modules', () => {
+    const named = new Set(CALLS.map((c) => c.name.split(' ')[0]!));
+    const argless = new Set(['cuda.isAvailable', 'cuda.probe', 'cuda.currentDevice', 'cuda.deviceCount', 'cuda.runtimeInfo',
+      'memory.get_allocator_settings', 'memory.MemPool', 'memory.use_mem_pool', 'cuda.Stream', 'cuda.DeviceBuffer',
+      'memory.max_memory_cached', 'memory.memory_cached', 'monitoring.readSamples', 'monitoring.otelName']);
+    const missing: string[] = [];
+    for (const [mod, ns] of [['memory', memory], ['cuda', cuda], ['analysis', analysis], ['monitoring', monitoring]] as const) {
+      for (const [k, v] of Object.entries(ns)) {
+        const name = `${mod}.${k}`;
+        if (typeof v === 'function' && !named.has(name) && !argless.has(name)) missing.push(name);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+});

@@ -1,0 +1,1 @@
+export function specialFiles(dir: string): Promise<{ paths: Record<string, string>; close(): Promise<void> }>;

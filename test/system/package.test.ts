@@ -1,0 +1,148 @@
+// The package as a user gets it: `npm pack` with the prebuild prepack makes, then the
+// tarball installed into an empty project with no network (`npm ci --offline`, the
+// dependencies from npm's cache by a lockfile built from ours), and used there: an ESM
+// import, a CommonJS require, TypeScript under --strict --module nodenext, `npx cca
+// --version` and `npx cca demo`. Once on the prebuild with no compiler on PATH, once built
+// from source by `npm rebuild`.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createHash } from 'node:crypto';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../support/temp-dir.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const work = tempDir('cca-package-');
+// npm's own bin folder holds npm-cli.js and npx-cli.js.
+const NPM_BIN = dirname(realpathSync(execFileSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).trim()));
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+
+/** The environment without the npm_* variables of the npm running these tests. */
+function cleanEnv(path: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.toLowerCase().startsWith('npm_')) env[k] = v;
+  env.PATH = path;
+  return env;
+}
+
+/** A PATH with node and sh only: no cmake, no compiler. */
+function bareBin(): string {
+  const bin = join(work, 'bare-bin');
+  mkdirSync(bin, { recursive: true });
+  for (const tool of ['node', 'sh']) {
+    const at = join(bin, tool);
+    if (!existsSync(at)) symlinkSync(execFileSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim(), at);
+  }
+  return bin;
+}
+
+function npm(args: string[], cwd: string, path: string): string {
+  return execFileSync(process.execPath, [join(NPM_BIN, 'npm-cli.js'), ...args], { cwd, env: cleanEnv(path), encoding: 'utf8', stdio: 'pipe' });
+}
+
+let tarball = '';
+
+/** An empty project whose lockfile names the tarball and our production dependencies. */
+function consumer(name: string): string {
+  const dir = join(work, name);
+  mkdirSync(dir);
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'));
+  const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`;
+  const spec = `file:${tarball}`;
+  const packages: Record<string, unknown> = {
+    '': { name, version: '1.0.0', dependencies: { 'cuda-caching-allocator': spec } },
+    'node_modules/cuda-caching-allocator': {
+      version: pkg.version, resolved: spec, integrity, hasInstallScript: true, license: pkg.license,
+      dependencies: pkg.dependencies, bin: pkg.bin, engines: pkg.engines,
+    },
+  };
+  for (const [k, v] of Object.entries(lock.packages as Record<string, { dev?: boolean }>)) {
+    if (k.startsWith('node_modules/') && !v.dev) packages[k] = v;
+  }
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true, dependencies: { 'cuda-caching-allocator': spec } }));
+  writeFileSync(join(dir, 'package-lock.json'), JSON.stringify({ name, version: '1.0.0', lockfileVersion: 3, requires: true, packages }));
+  writeFileSync(join(dir, 'esm.mjs'), `import { cuda, memory } from 'cuda-caching-allocator';
+const b = cuda.alloc(1 << 20);
+console.log(JSON.stringify({ allocated: memory.memory_allocated(), simulated: cuda.isSimulated() }));
+b.free();
+`);
+  writeFileSync(join(dir, 'cjs.cjs'), `const { cuda, memory } = require('cuda-caching-allocator');
+const b = cuda.alloc(4096);
+console.log(JSON.stringify({ allocated: memory.memory_allocated() }));
+b.free();
+`);
+  writeFileSync(join(dir, 'use.cts'), `import cca = require('cuda-caching-allocator');
+const b: cca.DeviceBuffer = cca.cuda.alloc(4096);
+const stats: Record<string, number> = cca.memory.memory_stats();
+b.free();
+console.log(stats['allocation.all.current']);
+`);
+  writeFileSync(join(dir, 'use.mts'), `import { cuda, memory, analysis, type Snapshot } from 'cuda-caching-allocator';
+const snap: Snapshot = memory._snapshot({ includeTraces: false });
+const frag: analysis.FragmentationReport[] = analysis.fragmentation(snap);
+cuda.alloc(16).free();
+console.log(frag.length);
+`);
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: {
+      strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', noEmit: true,
+      types: ['node'], typeRoots: [join(ROOT, 'node_modules', '@types')],
+    },
+    files: ['use.cts', 'use.mts'],
+  }));
+  return dir;
+}
+
+function useIt(dir: string, path: string): void {
+  const run = (args: string[]) => execFileSync(process.execPath, args, { cwd: dir, env: cleanEnv(path), encoding: 'utf8' });
+  expect(JSON.parse(run(['esm.mjs']))).toEqual({ allocated: 1 << 20, simulated: true });
+  expect(JSON.parse(run(['cjs.cjs']))).toEqual({ allocated: 4096 });
+  execFileSync(join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', dir], { encoding: 'utf8' });
+  const npx = (args: string[]) => execFileSync(process.execPath, [join(NPM_BIN, 'npx-cli.js'), '--offline', ...args], {
+    cwd: dir, env: cleanEnv(path), encoding: 'utf8',
+  });
+  expect(npx(['cca', '--version']).trim()).toBe(pkg.version);
+  expect(npx(['cca', 'demo', '-n', '1'])).toMatch(/simulated GPU/i);
+}
+
+describe('the packed package in an empty project, offline', () => {
+  beforeAll(() => {
+    // prepack's two steps, less `build:ts`: other test files read dist/ while this runs, and
+    // tsc rewrites it in place. npm ci built dist/ already; the prebuild step's compile is
+    // incremental (a no-op after npm ci).
+    expect(pkg.scripts.prepack).toBe('npm run build:ts && node scripts/prebuild.mjs');
+    execFileSync(process.execPath, [join(ROOT, 'scripts', 'prebuild.mjs')], { cwd: ROOT, stdio: 'pipe' });
+    const out = execFileSync(process.execPath, [join(NPM_BIN, 'npm-cli.js'), 'pack', '--ignore-scripts', '--pack-destination', work], {
+      cwd: ROOT, env: cleanEnv(process.env.PATH!), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    tarball = join(work, out.trim().split('\n').pop()!);
+  });
+
+  it('carries the prebuild, stripped and tagged as prebuildify names it', () => {
+    const list = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n');
+    const prebuilds = list.filter((f) => f.startsWith('package/prebuilds/'));
+    expect(prebuilds).toEqual([`package/prebuilds/${process.platform}-${process.arch}/cuda-caching-allocator.napi.glibc.node`]);
+    expect(list).toContain('package/CHANGELOG.md');
+    expect(list.some((f) => f.startsWith('package/lib/') || f.startsWith('package/test/'))).toBe(false);
+  });
+
+  it('works on the prebuild with no compiler and no cmake on PATH', () => {
+    const dir = consumer('with-prebuild');
+    const bare = bareBin();
+    npm(['ci', '--offline', '--no-audit', '--no-fund'], dir, bare);
+    useIt(dir, bare);
+    const resolved = execFileSync(process.execPath, ['-e', "console.log(require('node-gyp-build').resolve('node_modules/cuda-caching-allocator'))"],
+      { cwd: dir, encoding: 'utf8' }).trim();
+    expect(resolved).toMatch(/prebuilds\/linux-x64\/cuda-caching-allocator\.napi\.glibc\.node$/);
+  });
+
+  it('builds from source on npm rebuild, and uses that build', () => {
+    const dir = consumer('from-source');
+    npm(['ci', '--offline', '--no-audit', '--no-fund'], dir, process.env.PATH!);
+    npm(['rebuild', 'cuda-caching-allocator', '--offline', '--foreground-scripts'], dir, process.env.PATH!);
+    const built = join(dir, 'node_modules', 'cuda-caching-allocator', 'build', 'Release', 'cuda_caching_allocator.node');
+    expect(existsSync(built)).toBe(true);
+    useIt(dir, process.env.PATH!);
+  });
+});

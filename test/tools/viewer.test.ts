@@ -1,0 +1,264 @@
+// The offline viewer: its data and page logic in Node (the page script run in a VM
+// context), then the real page in Chromium: it draws, answers clicks and search, and asks
+// for nothing over the network.
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import vm from 'node:vm';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type Browser, chromium } from 'playwright-core';
+import { CudaOutOfMemoryError, cuda, loadSnapshot, memory } from '../../lib/index.js';
+import { viewerData } from '../../lib/viewer/model.js';
+import { viewerHtml } from '../../lib/viewer/html.js';
+import { timeline } from '../../lib/analysis/timeline.js';
+import type { Snapshot } from '../../lib/snapshot/types.js';
+import { KiB, MiB, freshSim } from '../support/helpers.js';
+import { tempDir } from '../support/temp-dir.js';
+
+const FIXTURE = fileURLToPath(new URL('../fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
+const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+const PAGE = fileURLToPath(new URL('../../dist/viewer/page.js', import.meta.url));
+const CHROMIUM = process.env.CCA_CHROMIUM ?? '/usr/bin/chromium';
+const dir = tempDir('cca-viewer-');
+
+beforeEach(() => {
+  freshSim({ capacityBytes: 64 * MiB });
+  memory._record_memory_history(null);
+});
+
+/** A history with tags, two streams' worth of churn, a free-then-reuse and an OOM. */
+function recorded(): Snapshot {
+  memory._record_memory_history({ enabled: 'all', context: 'all' });
+  const keep = [cuda.alloc(3 * MiB, { tag: 'weights' })];
+  for (let i = 0; i < 20; i++) {
+    const a = cuda.alloc((i + 1) * 100 * KiB, { tag: 'activations' });
+    if (i % 5 === 0) keep.push(cuda.alloc(64 * KiB, { tag: 'cache' }));
+    a.free();
+  }
+  try {
+    cuda.alloc(200 * MiB);
+  } catch (e) {
+    if (!(e instanceof CudaOutOfMemoryError)) throw e;
+  }
+  const snap = memory._snapshot();
+  memory._record_memory_history(null);
+  for (const b of keep) b.free();
+  return snap;
+}
+
+type Viewer = {
+  device(raw: unknown, actions: string[]): { n: number };
+  columns(dev: unknown, lo: number, hi: number, w: number): { allocated: Float64Array; reserved: Float64Array; at: Int32Array };
+  liveAt(dev: unknown, i: number, actions: string[]): Map<number, [number, number]>;
+  segmentsAt(dev: unknown, i: number, actions: string[]): { address: number; total: number }[];
+  search(dev: unknown, data: unknown, q: string, limit?: number): number[];
+};
+
+function pageLogic(): Viewer {
+  const context: Record<string, unknown> = { atob: globalThis.atob };
+  context.globalThis = context;
+  vm.runInNewContext(readFileSync(PAGE, 'utf8'), context);
+  return context.CCAViewer as Viewer;
+}
+
+describe('viewer data and page logic', () => {
+  it('the page rebuilds the live set and segments at every event as the allocator had them', () => {
+    const snap = recorded();
+    const data = viewerData(snap, 'test');
+    const v = pageLogic();
+    const dev = v.device(data.devices[0], data.actions);
+    const trace = snap.device_traces[0]!;
+    expect(dev.n).toBe(trace.length);
+    // At the end: exactly the live blocks of the snapshot, with their sizes asked.
+    const live = v.liveAt(dev, dev.n - 1, data.actions);
+    const blocks = snap.segments.flatMap((s) => s.blocks).filter((b) => b.state === 'active_allocated');
+    expect([...live.keys()].sort()).toEqual(blocks.map((b) => b.address).sort());
+    for (const b of blocks) expect(live.get(b.address)![0]).toBe(b.requested_size);
+    expect(v.segmentsAt(dev, dev.n - 1, data.actions)).toEqual(
+      snap.segments.map((s) => ({ address: s.address, total: s.total_size })).sort((a, b) => a.address - b.address));
+    // Before any event nothing was live and no segment existed (the history began empty).
+    expect(v.liveAt(dev, -1, data.actions).size).toBe(0);
+    expect(v.segmentsAt(dev, -1, data.actions)).toEqual([]);
+    // After each event the live bytes equal the shared timeline engine's.
+    const t = timeline(snap, 0);
+    for (let i = 0; i < dev.n; i++) {
+      const bytes = [...v.liveAt(dev, i, data.actions).values()].reduce((n, [size]) => n + size, 0);
+      expect(bytes).toBe(t.allocated[i]);
+      expect(t.allocated[i]).toBeLessThanOrEqual(t.reserved[i]!);
+    }
+  });
+
+  it('places annotated regions by seq: what ran just before a START or just after an END is outside', () => {
+    memory._record_memory_history({ enabled: 'all', context: 'all' });
+    const keep = [];
+    for (let i = 0; i < 60; i++) {
+      keep.push(cuda.alloc(16 * KiB));
+      memory.annotate('forward', () => cuda.alloc(KiB).free());
+      keep.push(cuda.alloc(2 * KiB));
+    }
+    const snap = memory._snapshot();
+    memory._record_memory_history(null);
+    for (const b of keep) b.free();
+    const data = viewerData(snap, 'regions');
+    const v = pageLogic() as Viewer & { regionsAt(dev: unknown, data: unknown, i: number): string[] };
+    const dev = v.device(data.devices[0], data.actions);
+    const trace = snap.device_traces[0]!;
+    const regions = data.devices[0]!.regions;
+    expect(data.regionNames).toEqual(['forward']);
+    expect(regions).toHaveLength(60);
+    regions.forEach(([, from, to], k) => {
+      const allocs = trace.slice(from, to).filter((e) => e.action === 'alloc');
+      expect(allocs.map((e) => e.size)).toEqual([KiB]);
+      expect(trace[from - 1]!.size).toBe(16 * KiB);  // just before START: outside
+      expect(trace[to]!.size).toBe(2 * KiB);  // just after END: outside
+      expect(v.regionsAt(dev, data, from)).toEqual([`forward #${k + 1}`]);
+      expect(v.regionsAt(dev, data, from - 1)).toEqual([]);
+    });
+  });
+
+  it('columns keep every peak and search finds addresses, frames and tags', () => {
+    const snap = recorded();
+    const data = viewerData(snap, 'test');
+    const v = pageLogic();
+    const dev = v.device(data.devices[0], data.actions);
+    const t = timeline(snap, 0);
+    const cols = v.columns(dev, 0, dev.n, 7);
+    expect(Math.max(...cols.allocated)).toBe(Math.max(...t.allocated));
+    for (let c = 0; c < 7; c++) expect(cols.allocated[c]).toBe(t.allocated[cols.at[c]!]);
+    const trace = snap.device_traces[0]!;
+    const first = trace.find((e) => e.action === 'alloc')!;
+    const byAddr = v.search(dev, data, `0x${first.addr!.toString(16)}`);
+    expect(byAddr).toContain(trace.indexOf(first));  // with its segment_alloc, which starts there too
+    for (const i of byAddr) expect(trace[i]!.addr).toBe(first.addr);
+    const tagged = v.search(dev, data, 'CACHE');
+    expect(tagged.length).toBeGreaterThanOrEqual(4);
+    for (const i of tagged) expect(trace[i]!.user_metadata).toBe('cache');
+    expect(v.search(dev, data, 'recorded').length).toBeGreaterThan(0);  // this file's function name
+    expect(v.search(dev, data, 'no such frame anywhere')).toEqual([]);
+  });
+
+  it('starts PyTorch\'s fixture from its inferred warm state', () => {
+    const snap = loadSnapshot(FIXTURE);
+    const data = viewerData(snap, 'fixture');
+    const v = pageLogic();
+    const dev = v.device(data.devices[0], data.actions);
+    expect(v.liveAt(dev, -1, data.actions).size).toBe(486);
+    const live = v.liveAt(dev, dev.n - 1, data.actions);
+    expect(live.size).toBe(486);
+    expect(v.segmentsAt(dev, 0, data.actions)).toHaveLength(46);
+    const t = timeline(snap, 0);
+    for (let i = 0; i < t.allocated.length; i++) expect(t.allocated[i]).toBeLessThanOrEqual(t.reserved[i]!);
+  });
+
+  it('an action this viewer does not know is listed as other and changes no state', () => {
+    const snap = recorded();
+    const trace = snap.device_traces[0]!;
+    const before = pageLogic();
+    const data0 = viewerData(snap, 'x');
+    const live0 = before.liveAt(before.device(data0.devices[0], data0.actions), trace.length - 1, data0.actions);
+    // At an address nothing frees: replayed as an alloc, it would stay live to the end.
+    trace.splice(2, 0, { ...trace[1]!, addr: 0x1234000, action: 'checkpoint_restore' as never });
+    const data = viewerData(snap, 'x');
+    const v = pageLogic();
+    const dev = v.device(data.devices[0], data.actions) as unknown as { action: Uint8Array };
+    expect(data.actions[dev.action[2]!]).toBe('other');
+    const plain = (m: Map<number, [number, number]>) => JSON.stringify([...m].sort((a, b) => a[0] - b[0]));
+    expect(plain(v.liveAt(dev, trace.length - 1, data.actions))).toBe(plain(live0));
+  });
+
+  it('the HTML is self-contained and no string in the data can end its script', () => {
+    const snap = recorded();
+    snap.segments[0]!.blocks[0]!.user_metadata = '</script><script>alert(1)</script>';
+    snap.device_traces[0]![1]!.user_metadata = '</script>';
+    const html = viewerHtml(snap, 'a <title>');
+    expect(html).not.toMatch(/https?:\/\//);
+    expect(html).not.toMatch(/<script[^>]+src=/);
+    expect(html.match(/<\/script>/g)).toHaveLength(2);
+    expect(html).toContain('<title>a &lt;title&gt;</title>');
+  });
+});
+
+const HAVE_CHROMIUM = existsSync(CHROMIUM);
+describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? `the viewer in Chromium (${CHROMIUM})`
+  : `the viewer in Chromium: skipped, no Chromium at ${CHROMIUM} (apt-get install chromium, or set CCA_CHROMIUM to one)`, () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  async function open(file: string) {
+    const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    const errors: string[] = [];
+    const requests: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    page.on('request', (r) => {
+      if (!r.url().startsWith('file:')) requests.push(r.url());
+    });
+    await page.goto(`file://${file}`);
+    return { page, errors, requests };
+  }
+
+  const bluePixels = (id: string) => `(() => {
+    const c = document.getElementById('${id}');
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i] === 0x4c && d[i + 1] === 0x78 && d[i + 2] === 0xa8) n++;
+    return n;
+  })()`;
+
+  it('draws the timeline, shows the state at a clicked event, searches, offline', async () => {
+    const snap = recorded();
+    const file = join(dir, 'recorded.html');
+    writeFileSync(file, viewerHtml(snap, 'recorded'));
+    const { page, errors, requests } = await open(file);
+    expect(await page.evaluate(bluePixels('timeline'))).toBeGreaterThan(1000);
+    const box = (await page.locator('#timeline').boundingBox())!;
+    await page.mouse.click(box.x + box.width * 0.5, box.y + box.height * 0.6);
+    const event = await page.locator('#event').textContent();
+    expect(event).toMatch(/^#\d+ {2}(alloc|free_requested|free_completed|segment_alloc|oom)/);
+    expect(await page.locator('#live .row').count()).toBeGreaterThan(0);
+    expect(await page.locator('#segments-title').textContent()).toMatch(/^\d+ segments after event #\d+/);
+    expect(await page.evaluate(bluePixels('segments'))).toBeGreaterThan(0);
+    await page.keyboard.press('ArrowRight');
+    const next = Number(/^#(\d+)/.exec((await page.locator('#event').textContent())!)![1]);
+    expect(next).toBe(Number(/^#(\d+)/.exec(event!)![1]) + 1);
+    await page.fill('#search', 'cache');
+    expect(await page.locator('#results .row').count()).toBeGreaterThanOrEqual(4);
+    await page.locator('#results .row').first().click();
+    expect(await page.locator('#event').textContent()).toContain('tag cache');
+    // The OOM is drawn as a red line.
+    const red = await page.evaluate(`(() => {
+      const c = document.getElementById('timeline');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i] === 0xd6 && d[i + 1] === 0x27 && d[i + 2] === 0x28) n++;
+      return n;
+    })()`);
+    expect(red).toBeGreaterThan(0);
+    expect(errors).toEqual([]);
+    expect(requests).toEqual([]);
+    await page.close();
+  });
+
+  it('opens PyTorch\'s fixture written by cca viz', async () => {
+    const file = join(dir, 'fixture.html');
+    execFileSync(process.execPath, [CLI, 'viz', FIXTURE, '-o', file], { encoding: 'utf8' });
+    const { page, errors, requests } = await open(file);
+    expect(await page.locator('#device').textContent()).toContain('device 0 (6111 events)');
+    expect(await page.locator('#live div').first().textContent()).toContain('486 live allocations');
+    expect(await page.evaluate(bluePixels('timeline'))).toBeGreaterThan(1000);
+    const box = (await page.locator('#timeline').boundingBox())!;
+    await page.mouse.click(box.x + box.width * 0.3, box.y + box.height * 0.7);
+    expect(await page.locator('#event').textContent()).toMatch(/\.py:\d+/);
+    expect(errors).toEqual([]);
+    expect(requests).toEqual([]);
+    await page.close();
+  });
+});
