@@ -1,5 +1,5 @@
 // Types of the raw native addon (build/Release/cuda_caching_allocator.node). Hand-written:
-// test/binding-surface.test.ts checks that the addon exports exactly these names.
+// test/contract/binding-surface.test.ts checks that the addon exports exactly these names.
 // Pointers and stream handles are plain numbers (they fit in 53 bits); sizes are bytes.
 
 export interface RuntimeInfo {

@@ -1,7 +1,7 @@
 // Writes lib/snapshot/records.generated.ts from native/binding/snapshot_records.h: each
 // record's field names in order, and a const enum of their offsets that tsc compiles to
 // plain numbers (the decoder's loops index with literals). `--check` writes nothing and
-// exits 1 when the file differs from what the header gives (test/snapshot-layout.test.ts
+// exits 1 when the file differs from what the header gives (test/api/snapshot-layout.test.ts
 // runs it). Usage: node scripts/gen-snapshot-records.mjs [--check]
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

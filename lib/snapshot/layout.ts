@@ -1,6 +1,6 @@
 // Where each field sits in the addon's snapshot records. The layout is described once, in
 // native/binding/snapshot_records.h; records.generated.ts is made from it (the offsets as
-// const enums, which tsc compiles to plain numbers), and test/snapshot-layout.test.ts fails
+// const enums, which tsc compiles to plain numbers), and test/api/snapshot-layout.test.ts fails
 // when the two differ. At load the addon's own list (snapshotLayout()) is compared with
 // the generated one: an addon from another version (a stale build or prebuild) is refused
 // with a clear error instead of decoding shifted numbers.

@@ -9,7 +9,7 @@
 // taken every 50,000 events, so a click never replays more than that.
 
 // The data's shape, as lib/viewer/model.ts writes it. Declared again here because a script
-// cannot import; test/viewer.test.ts runs this page's logic on model.ts's output.
+// cannot import; test/tools/viewer.test.ts runs this page's logic on model.ts's output.
 interface RawDevice {
   device: number;
   count: number;
