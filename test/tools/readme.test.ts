@@ -33,7 +33,7 @@ describe('README example', () => {
     const header = `import { cuda, memory, analysis, MemPool, use_mem_pool, loadSnapshot, Stream, DeviceBuffer, CudaOutOfMemoryError } from ${JSON.stringify(entry)};\n`;
     let ran = 0;
     for (const doc of docs) {
-      const text = readFileSync(new URL(`../docs/${doc}`, import.meta.url), 'utf8');
+      const text = readFileSync(new URL(`../../docs/${doc}`, import.meta.url), 'utf8');
       for (const m of text.matchAll(/```js\n([\s\S]*?)```/g)) {
         const code = m[1]!;
         if (/^import /m.test(code) && code.trim().split('\n').length === 1) continue;  // the import line alone
