@@ -63,6 +63,17 @@ export interface CudaProbe {
   path: string;
 }
 
+/** One allocator option: its key in a config string, its value's kind, its docs, its settings-dict name. */
+export interface AllocatorOptionRow {
+  key: string;
+  kind: 'megabytes' | 'count' | 'number' | 'boolean' | 'divisions' | 'word';
+  default: string;
+  valid: string;
+  meaning: string;
+  /** Its name in the allocator_settings dict, or null when the dict omits it. */
+  setting: string | null;
+}
+
 export interface NativeBinding {
   alloc(device: number, size: number, stream: number, stackId?: number, tagId?: number): number;
   free(device: number, ptr: number, stackId?: number): void;
@@ -114,6 +125,8 @@ export interface NativeBinding {
   checkAllocatorSettings(settings: string): void;
   /** PyTorch's allocator_settings dict: the runtime's, or that of `settings` when given. */
   allocatorSettings(settings?: string): Record<string, unknown>;
+  /** The allocator options table (native/allocator/options.h), one row per key, in order. */
+  allocatorOptions(): AllocatorOptionRow[];
   validate(device: number): string;
 
   /** History for every device: context 0 never, 1 state, 2 alloc, 3 all. */

@@ -3,11 +3,10 @@
 // parted from it, and the order of segment events to compare with ours. (The segments of
 // its start: replay-start.ts.)
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
+import { configFromSettings } from '../allocator-options.js';
 import { humanBytes } from '../format.js';
 import { snapshotArg } from './args.js';
 import { segmentDelta, timeline } from './timeline.js';
-
-const MiB = 1024 * 1024;
 
 /** A segment free or unmap: memory given back. */
 const releases = (e: TraceEntry | undefined): boolean => e !== undefined && segmentDelta(e) < 0;
@@ -19,17 +18,7 @@ export function settingsOf(snapshot: Snapshot): string {
   if (typeof a.PYTORCH_CUDA_ALLOC_CONF === 'string' && a.PYTORCH_CUDA_ALLOC_CONF.trim() !== '') {
     return a.PYTORCH_CUDA_ALLOC_CONF.trim();
   }
-  const parts: string[] = [];
-  if (a.expandable_segments === true) parts.push('expandable_segments:True');
-  if (typeof a.max_split_size === 'number' && a.max_split_size > 0) parts.push(`max_split_size_mb:${Math.floor(a.max_split_size / MiB)}`);
-  if (typeof a.garbage_collection_threshold === 'number' && a.garbage_collection_threshold > 0) {
-    parts.push(`garbage_collection_threshold:${a.garbage_collection_threshold}`);
-  }
-  const r = a.roundup_power2_divisions;
-  if (r && typeof r === 'object' && Object.values(r).some((v) => typeof v === 'number' && v > 0)) {
-    parts.push(`roundup_power2_divisions:[${Object.entries(r).map(([k, v]) => `${k}:${v}`).join(',')}]`);
-  }
-  return parts.join(',');
+  return configFromSettings(a);
 }
 
 /**

@@ -5,17 +5,15 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "errors.h"
+#include "options.h"
 
+// Reading a config string: PyTorch's tokens, then each key's row of the options table
+// (options.cpp) reads, checks and stores its value. No option is named here.
 namespace cca {
 
 namespace {
 
 constexpr std::size_t kMB = std::size_t{1} << 20;
-
-[[noreturn]] void bad_config(const std::string& message) {
-  throw InvalidArgumentError(message, "ERR_CCA_INVALID_CONFIG");
-}
 
 bool is_power_of_two(std::size_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
@@ -80,9 +78,9 @@ class Tokens {
   std::vector<std::string> t_;
 };
 
-std::size_t parse_divisions(const Tokens& tk, std::size_t i, AllocatorConfig& cfg) {
-  const std::string key = "roundup_power2_divisions";
-  auto& div = cfg.roundup_power2_divisions;
+// A power of two for every bucket, or a list [64:8,256:4,>:1]; returns the last token read.
+std::size_t parse_divisions(const Tokens& tk, std::size_t i, const std::string& key, OptionValue& out) {
+  auto& div = out.divisions;
   if (tk.at(i) != "[") {
     std::size_t value = tk.to_size(i, key);
     if (!is_power_of_two(value)) bad_config("For roundups, the divisions has to be power of 2");
@@ -119,11 +117,42 @@ std::size_t parse_divisions(const Tokens& tk, std::size_t i, AllocatorConfig& cf
   return i;
 }
 
+// Reads the value of `spec` starting at token i; returns the last token it used.
+std::size_t read_value(const Tokens& tk, std::size_t i, const OptionSpec& spec, OptionValue& out) {
+  const std::string key = spec.key;
+  switch (spec.kind) {
+    case OptionKind::kMegabytes:
+    case OptionKind::kCount:
+      out.integer = tk.to_size(i, key);
+      return i;
+    case OptionKind::kNumber:
+      out.number = tk.to_double(i, key);
+      return i;
+    case OptionKind::kBoolean:
+      out.boolean = tk.to_bool(i, key);
+      return i;
+    case OptionKind::kWord:
+      out.word = tk.at(i);
+      return i;
+    case OptionKind::kDivisions:
+      return parse_divisions(tk, i, key, out);
+  }
+  return i;
+}
+
+const OptionSpec* find_option(const std::string& key) {
+  for (const OptionSpec& o : allocator_options()) {
+    if (key == o.key) return &o;
+  }
+  return nullptr;
+}
+
 std::string closest_key(const std::string& key) {
   // A hint for misspellings: the known key sharing the longest prefix.
   std::string best;
   std::size_t best_len = 2;
-  for (const auto& k : AllocatorConfig::known_keys()) {
+  for (const OptionSpec& o : allocator_options()) {
+    const std::string k = o.key;
     std::size_t n = 0;
     while (n < k.size() && n < key.size() && k[n] == key[n]) ++n;
     if (n > best_len) {
@@ -137,14 +166,11 @@ std::string closest_key(const std::string& key) {
 }  // namespace
 
 const std::vector<std::string>& AllocatorConfig::known_keys() {
-  static const std::vector<std::string> keys = {
-      "backend", "large_segment_size_mb", "max_split_size_mb", "max_non_split_rounding_mb",
-      "garbage_collection_threshold", "roundup_power2_divisions", "expandable_segments",
-      "per_process_memory_fraction", "release_lock_on_cudamalloc",
-      "pinned_use_cuda_host_register", "pinned_num_register_threads",
-      "pinned_use_background_threads", "pinned_reserve_segment_size_mb",
-      "pinned_free_catch_all", "graph_capture_record_stream_reuse", "throw_on_cudamalloc_oom",
-  };
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> out;
+    for (const OptionSpec& o : allocator_options()) out.emplace_back(o.key);
+    return out;
+  }();
   return keys;
 }
 
@@ -152,81 +178,30 @@ AllocatorConfig AllocatorConfig::parse(const std::string& text) {
   AllocatorConfig cfg;
   cfg.source = text;
   Tokens tk(tokenize(text));
-  // large_segment_size_mb bounds the other sizes, so it is read first (as in PyTorch).
+  // Options that bound others (large_segment_size_mb) are applied first, wherever they
+  // stand, as in PyTorch.
   for (std::size_t i = 0; i + 2 < tk.size(); ++i) {
-    if (tk.at(i) == "large_segment_size_mb" && tk.at(i + 1) == ":") {
-      std::size_t mb = tk.to_size(i + 2, "large_segment_size_mb");
-      if (mb <= 10) bad_config("large_segment_size_mb must be greater than 10, got " + std::to_string(mb));
-      cfg.large_segment_size = mb * kMB;
-      cfg.max_non_split_rounding_size = cfg.large_segment_size;
+    const OptionSpec* o = find_option(tk.at(i));
+    if (o != nullptr && o->first && tk.at(i + 1) == ":") {
+      OptionValue v;
+      read_value(tk, i + 2, *o, v);
+      o->apply(v, OptionContext{cfg.large_segment_size / kMB}, cfg);
     }
   }
-  const std::size_t min_mb = cfg.large_segment_size / kMB;
+  const OptionContext context{cfg.large_segment_size / kMB};
   for (std::size_t i = 0; i < tk.size(); ++i) {
     const std::string key = tk.at(i);
     if (key == ",") continue;
-    const auto& keys = known_keys();
-    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+    const OptionSpec* o = find_option(key);
+    if (o == nullptr) {
       std::string hint = closest_key(key);
       bad_config("Unrecognized key '" + key + "' in CUDA allocator config." +
                  (hint.empty() ? std::string() : " Did you mean '" + hint + "'?"));
     }
     tk.expect(++i, ":");
-    ++i;
-    if (key == "large_segment_size_mb") {
-      tk.to_size(i, key);  // already applied above
-    } else if (key == "max_split_size_mb") {
-      std::size_t mb = tk.to_size(i, key);
-      if (mb < min_mb) {
-        bad_config("CachingAllocator option max_split_size_mb too small, must be >= " +
-                   std::to_string(min_mb));
-      }
-      cfg.max_split_size = mb >= kUnlimited / kMB ? kUnlimited : mb * kMB;
-    } else if (key == "max_non_split_rounding_mb") {
-      std::size_t mb = tk.to_size(i, key);
-      if (mb < min_mb) {
-        bad_config("CachingAllocator option max_non_split_rounding_mb too small, must be >= " +
-                   std::to_string(min_mb));
-      }
-      cfg.max_non_split_rounding_size = mb >= kUnlimited / kMB ? kUnlimited : mb * kMB;
-    } else if (key == "garbage_collection_threshold") {
-      double v = tk.to_double(i, key);
-      if (!(v > 0.0 && v < 1.0)) {
-        bad_config("garbage_collect_threshold is invalid, set it in (0.0, 1.0)");
-      }
-      cfg.garbage_collection_threshold = v;
-    } else if (key == "roundup_power2_divisions") {
-      i = parse_divisions(tk, i, cfg);
-    } else if (key == "per_process_memory_fraction") {
-      double v = tk.to_double(i, key);
-      if (!(v >= 0.0 && v <= 1.0)) bad_config("per_process_memory_fraction must be in [0, 1]");
-      cfg.per_process_memory_fraction = v;
-      cfg.per_process_memory_fraction_set = true;
-    } else if (key == "backend") {
-      const std::string& v = tk.at(i);
-      if (v != "native") {
-        bad_config("backend:" + v + " is not supported; only backend:native (the caching allocator) is");
-      }
-    } else if (key == "expandable_segments") {
-      cfg.expandable_segments = tk.to_bool(i, key);
-    } else if (key == "release_lock_on_cudamalloc") {
-      cfg.release_lock_on_cudamalloc = tk.to_bool(i, key);
-    } else if (key == "pinned_use_cuda_host_register") {
-      cfg.pinned_use_cuda_host_register = tk.to_bool(i, key);
-    } else if (key == "pinned_num_register_threads") {
-      std::size_t v = tk.to_size(i, key);
-      if (!is_power_of_two(v) || v > 128) {
-        bad_config("Number of register threads has to be power of 2 and at most 128");
-      }
-      cfg.pinned_num_register_threads = v;
-    } else if (key == "graph_capture_record_stream_reuse") {
-      cfg.graph_capture_record_stream_reuse = tk.to_bool(i, key);
-    } else if (key == "pinned_use_background_threads" || key == "pinned_free_catch_all" ||
-               key == "throw_on_cudamalloc_oom") {
-      tk.to_bool(i, key);
-    } else if (key == "pinned_reserve_segment_size_mb") {
-      if (tk.to_size(i, key) == 0) bad_config("pinned_reserve_segment_size_mb must be > 0");
-    }
+    OptionValue v;
+    i = read_value(tk, i + 1, *o, v);
+    if (!o->first) o->apply(v, context, cfg);
     if (i + 1 < tk.size()) tk.expect(++i, ",");
   }
   return cfg;

@@ -2,6 +2,7 @@
 // keys cross once), plain objects for the rarely called rest.
 #include "memory_functions.h"
 
+#include "../allocator/options.h"
 #include "../allocator/stats.h"
 #include "addon_state.h"
 #include "args.h"
@@ -152,6 +153,45 @@ Napi::Value CheckAllocatorSettings(const Napi::CallbackInfo& info) {
   });
 }
 
+Napi::Value setting_value(Napi::Env env, const SettingValue& v) {
+  switch (v.type) {
+    case SettingValue::Type::kBoolean:
+      return Napi::Boolean::New(env, v.boolean);
+    case SettingValue::Type::kDivisions: {
+      // Keyed by each bucket's lower bound in MiB, as PyTorch's dict has them.
+      Napi::Object div = Napi::Object::New(env);
+      for (std::size_t i = 0; i < v.divisions.size(); ++i) {
+        div.Set(std::to_string(std::size_t{1} << i), static_cast<double>(v.divisions[i]));
+      }
+      return div;
+    }
+    case SettingValue::Type::kNumber:
+      break;
+  }
+  return Napi::Number::New(env, v.number);
+}
+
+// allocatorOptions(): the options table's rows, for the docs' table and for replay, which
+// writes a settings dict back as a config string.
+Napi::Value AllocatorOptions(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  static const char* const kKinds[] = {"megabytes", "count", "number", "boolean", "divisions", "word"};
+  const auto& options = allocator_options();
+  Napi::Array out = Napi::Array::New(env, options.size());
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const OptionSpec& o = options[i];
+    Napi::Object row = Napi::Object::New(env);
+    row.Set("key", o.key);
+    row.Set("kind", kKinds[static_cast<int>(o.kind)]);
+    row.Set("default", o.default_text);
+    row.Set("valid", o.valid_text);
+    row.Set("meaning", o.meaning);
+    row.Set("setting", o.setting == nullptr ? env.Null() : Napi::String::New(env, o.setting));
+    out.Set(static_cast<std::uint32_t>(i), row);
+  }
+  return out;
+}
+
 // PyTorch's allocator_settings dict: of the runtime, or of a settings string when given one.
 Napi::Value AllocatorSettings(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -161,18 +201,9 @@ Napi::Value AllocatorSettings(const Napi::CallbackInfo& info) {
                                   : runtime(info).config();
     Napi::Object o = Napi::Object::New(env);
     o.Set("PYTORCH_CUDA_ALLOC_CONF", c.source);
-    o.Set("max_split_size", static_cast<double>(reported_max_split(c.max_split_size)));
-    o.Set("garbage_collection_threshold", c.garbage_collection_threshold);
-    o.Set("expandable_segments", c.expandable_segments);
-    o.Set("pinned_num_register_threads", static_cast<double>(c.pinned_num_register_threads));
-    o.Set("release_lock_on_cudamalloc", c.release_lock_on_cudamalloc);
-    o.Set("pinned_use_cuda_host_register", c.pinned_use_cuda_host_register);
-    o.Set("graph_capture_record_stream_reuse", c.graph_capture_record_stream_reuse);
-    Napi::Object div = Napi::Object::New(env);
-    for (int i = 0; i < kRoundUpPowerOfTwoIntervals; ++i) {
-      div.Set(std::to_string(1u << i), static_cast<double>(c.roundup_power2_divisions[static_cast<std::size_t>(i)]));
+    for (const OptionSpec& spec : allocator_options()) {
+      if (spec.setting != nullptr) o.Set(spec.setting, setting_value(env, spec.report(c)));
     }
-    o.Set("roundup_power2_divisions", div);
     return o;
   });
 }
@@ -186,6 +217,7 @@ Napi::Value Validate(const Napi::CallbackInfo& info) {
 
 void register_memory_functions(Napi::Env env, Napi::Object exports) {
   export_function(env, exports, "statKeys", StatKeys);
+  export_function(env, exports, "allocatorOptions", AllocatorOptions);
   export_function(env, exports, "memoryStats", MemoryStats);
   export_function(env, exports, "statValue", StatValue);
   export_function(env, exports, "monitorSample", MonitorSample);

@@ -1,0 +1,50 @@
+// The allocator's options table (native/allocator/options.h), read from the addon: the one
+// description of every option, used here to write a settings dict (PyTorch's
+// allocator_settings, as a snapshot carries it) back as the config string that gives it.
+import { isDeepStrictEqual } from 'node:util';
+import type { AllocatorOptionRow } from '../binding.js';
+import { native } from './native.js';
+
+const MiB = 2 ** 20;
+let rows: AllocatorOptionRow[] | undefined;
+
+/** The options table's rows, in order. */
+export function allocatorOptions(): readonly AllocatorOptionRow[] {
+  return (rows ??= native.allocatorOptions());
+}
+
+/** `value` as a config string writes it for `row`, or undefined if it is not such a value. */
+function valueText(row: AllocatorOptionRow, value: unknown): string | undefined {
+  switch (row.kind) {
+    case 'megabytes':  // the dict shows these in bytes
+      return typeof value === 'number' && value > 0 ? String(Math.floor(value / MiB)) : undefined;
+    case 'count':
+    case 'number':
+      return typeof value === 'number' && Number.isFinite(value) ? String(value) : undefined;
+    case 'boolean':
+      return typeof value === 'boolean' ? (value ? 'True' : 'False') : undefined;
+    case 'divisions':
+      if (value === null || typeof value !== 'object') return undefined;
+      return `[${Object.entries(value).filter(([, v]) => typeof v === 'number').map(([k, v]) => `${k}:${v}`).join(',')}]`;
+    case 'word':
+      return typeof value === 'string' ? value : undefined;
+  }
+}
+
+/**
+ * The config string for a settings dict: each option whose dict entry differs from the
+ * default, as `key:value`, in the table's order ('' when all are defaults). Entries the
+ * dict does not have, or whose values are of the wrong type, are left at their defaults.
+ */
+export function configFromSettings(settings: Record<string, unknown>): string {
+  const defaults = native.allocatorSettings('');
+  const parts: string[] = [];
+  for (const row of allocatorOptions()) {
+    if (row.setting === null || !(row.setting in settings)) continue;
+    const value = settings[row.setting];
+    if (isDeepStrictEqual(value, defaults[row.setting])) continue;
+    const text = valueText(row, value);
+    if (text !== undefined) parts.push(`${row.key}:${text}`);
+  }
+  return parts.join(',');
+}
