@@ -168,6 +168,8 @@ export interface NativeBinding {
   cudaProbe(): CudaProbe;
 
   setErrorFactory(factory: ErrorFactory): void;
+  /** The kinds the error factory is called with (native/allocator/errors.h's CCA_ERROR_KINDS). */
+  errorKinds(): string[];
   runtimeInfo(): RuntimeInfo;
   deviceInfo(device: number): DeviceInfo;
   /** Replaces this environment's runtime (its own when isolated, else the process's); returns the generation. */

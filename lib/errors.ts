@@ -99,6 +99,19 @@ export class ArgumentRangeError extends RangeError {
   }
 }
 
+/**
+ * The JS class for each kind of native error (native/allocator/errors.h's CCA_ERROR_KINDS;
+ * test/contract/error-kinds.test.ts fails when the two lists differ).
+ */
+export const ERROR_CLASS_BY_KIND = {
+  allocator: (message: string, code: string) => new AllocatorError(message, code),
+  argument: (message: string, code: string) => new InvalidArgumentError(message, code),
+  pointer: (message: string, code: string) => new InvalidPointerError(message, code),
+  device: (message: string, code: string) => new DeviceError(message, code),
+  oom: (message: string, _code: string, fields: Record<string, number>) =>
+    new CudaOutOfMemoryError(message, fields as unknown as OutOfMemoryDetails),
+} as const;
+
 /** Builds the JS error for a native failure; handed to the addon once at load. */
 export function errorFromNative(
   kind: string,
@@ -106,18 +119,8 @@ export function errorFromNative(
   code: string,
   fields: Record<string, number>,
 ): Error {
-  switch (kind) {
-    case 'oom':
-      return new CudaOutOfMemoryError(message, fields as unknown as OutOfMemoryDetails);
-    case 'pointer':
-      return new InvalidPointerError(message, code);
-    case 'argument':
-      return new InvalidArgumentError(message, code);
-    case 'device':
-      return new DeviceError(message, code);
-    default:
-      return new AllocatorError(message, code);
-  }
+  const make = ERROR_CLASS_BY_KIND[kind as keyof typeof ERROR_CLASS_BY_KIND] ?? ERROR_CLASS_BY_KIND.allocator;
+  return make(message, code, fields);
 }
 
 /**

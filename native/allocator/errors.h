@@ -9,14 +9,41 @@
 
 namespace cca {
 
+// The kinds of error, described once: X(enumerator, name). The name picks the JS class
+// (lib/errors.ts's errorFromNative; test/contract/error-kinds.test.ts fails when the two
+// lists differ).
+#define CCA_ERROR_KINDS(X)        \
+  X(kAllocator, "allocator")      \
+  X(kArgument, "argument")        \
+  X(kPointer, "pointer")          \
+  X(kDevice, "device")            \
+  X(kOutOfMemory, "oom")
+
+enum class ErrorKind {
+#define CCA_ERROR_ENUM(e, name) e,
+  CCA_ERROR_KINDS(CCA_ERROR_ENUM)
+#undef CCA_ERROR_ENUM
+};
+
+inline const char* error_kind_name(ErrorKind k) {
+  static const char* const names[] = {
+#define CCA_ERROR_NAME(e, name) name,
+      CCA_ERROR_KINDS(CCA_ERROR_NAME)
+#undef CCA_ERROR_NAME
+  };
+  return names[static_cast<int>(k)];
+}
+
 class AllocatorError : public std::runtime_error {
  public:
-  AllocatorError(std::string code, const std::string& message)
-      : std::runtime_error(message), code_(std::move(code)) {}
+  AllocatorError(std::string code, const std::string& message, ErrorKind kind = ErrorKind::kAllocator)
+      : std::runtime_error(message), code_(std::move(code)), kind_(kind) {}
   const std::string& code() const { return code_; }
+  ErrorKind kind() const { return kind_; }
 
  private:
   std::string code_;
+  ErrorKind kind_;
 };
 
 // A bad size, stream, option or config string.
@@ -24,21 +51,21 @@ class InvalidArgumentError : public AllocatorError {
  public:
   explicit InvalidArgumentError(const std::string& message,
                                 std::string code = "ERR_CCA_INVALID_ARGUMENT")
-      : AllocatorError(std::move(code), message) {}
+      : AllocatorError(std::move(code), message, ErrorKind::kArgument) {}
 };
 
 // A pointer this allocator did not hand out, or one already freed.
 class InvalidPointerError : public AllocatorError {
  public:
   explicit InvalidPointerError(const std::string& message)
-      : AllocatorError("ERR_CCA_INVALID_POINTER", message) {}
+      : AllocatorError("ERR_CCA_INVALID_POINTER", message, ErrorKind::kPointer) {}
 };
 
 // The device failed in a way that releasing the cache cannot fix.
 class DeviceError : public AllocatorError {
  public:
   explicit DeviceError(const std::string& message)
-      : AllocatorError("ERR_CCA_DEVICE", message) {}
+      : AllocatorError("ERR_CCA_DEVICE", message, ErrorKind::kDevice) {}
 };
 
 // The numbers of an out-of-memory error, described once: X(member, JS name). Every field
@@ -75,7 +102,7 @@ struct OutOfMemoryInfo {
 class OutOfMemoryError : public AllocatorError {
  public:
   OutOfMemoryError(const std::string& message, const OutOfMemoryInfo& info)
-      : AllocatorError("ERR_CUDA_OUT_OF_MEMORY", message), info_(info) {}
+      : AllocatorError("ERR_CUDA_OUT_OF_MEMORY", message, ErrorKind::kOutOfMemory), info_(info) {}
   const OutOfMemoryInfo& info() const { return info_; }
 
  private:

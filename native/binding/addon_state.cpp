@@ -71,31 +71,4 @@ std::uint32_t replace_environment_runtime(Napi::Env env, const std::string& kind
 
 SimDevice& sim_device(Napi::Env env, int device) { return sim_device(runtime(env), device); }
 
-void throw_js(Napi::Env env, const AllocatorError& e) {
-  const char* kind = "allocator";
-  Napi::Object fields = Napi::Object::New(env);
-  if (auto* oom = dynamic_cast<const OutOfMemoryError*>(&e)) {
-    kind = "oom";
-    const OutOfMemoryInfo& i = oom->info();
-#define CCA_OOM_SET(member, js_name) fields.Set(js_name, static_cast<double>(i.member));
-    CCA_OOM_FIELDS(CCA_OOM_SET)
-#undef CCA_OOM_SET
-  } else if (dynamic_cast<const InvalidPointerError*>(&e)) {
-    kind = "pointer";
-  } else if (dynamic_cast<const InvalidArgumentError*>(&e)) {
-    kind = "argument";
-  } else if (dynamic_cast<const DeviceError*>(&e)) {
-    kind = "device";
-  }
-  AddonState& s = state(env);
-  if (!s.error_factory.IsEmpty()) {
-    Napi::Value err = s.error_factory.Call({Napi::String::New(env, kind), Napi::String::New(env, e.what()),
-                                            Napi::String::New(env, e.code()), fields});
-    throw Napi::Error(env, err);
-  }
-  Napi::Error err = Napi::Error::New(env, e.what());
-  err.Set("code", Napi::String::New(env, e.code()));
-  throw err;
-}
-
 }  // namespace cca::binding

@@ -29,14 +29,8 @@ void install_state(Napi::Env env);
 inline Runtime& runtime_of(AddonState& s) { return s.own_runtime ? *s.own_runtime : process_runtime(); }
 inline Runtime& runtime(Napi::Env env) { return runtime_of(state(env)); }
 // The same from inside an exported function: its data is the environment's state (see
-// export_function), which arrives with the arguments; an instance-data lookup would add a
-// call to every crossing, and monitoring loops make these many times a second.
+// export.h), which arrives with the arguments.
 inline Runtime& runtime(const Napi::CallbackInfo& info) { return runtime_of(*static_cast<AddonState*>(info.Data())); }
-// exports[name] = fn, with the environment's state as the function's data.
-template <class Callback>
-void export_function(Napi::Env env, Napi::Object exports, const char* name, Callback fn) {
-  exports.Set(name, Napi::Function::New(env, fn, name, &state(env)));
-}
 // The generation of the environment's runtime (stale JS handles are refused by it).
 std::uint32_t runtime_generation(Napi::Env env);
 // Gives the environment simulated devices of its own, replacing any it had; the runtime it
@@ -46,20 +40,5 @@ std::uint32_t isolate_environment(Napi::Env env, const SimOptions& sim);
 std::uint32_t replace_environment_runtime(Napi::Env env, const std::string& kind, const SimOptions& sim);
 // The simulated device of the environment's runtime (InvalidArgumentError when not sim).
 SimDevice& sim_device(Napi::Env env, int device);
-
-// Converts an allocator error into an instance of the JS class registered for it.
-[[noreturn]] void throw_js(Napi::Env env, const AllocatorError& e);
-
-// Runs fn, translating allocator errors; every exported function goes through this.
-template <class F>
-Napi::Value guarded(Napi::Env env, F&& fn) {
-  try {
-    return fn();
-  } catch (const AllocatorError& e) {
-    throw_js(env, e);
-  } catch (const std::invalid_argument& e) {
-    throw_js(env, InvalidArgumentError(e.what()));
-  }
-}
 
 }  // namespace cca::binding

@@ -10,6 +10,7 @@
 
 #include "../allocator/hot.h"
 #include "addon_state.h"
+#include "js_errors.h"
 #include "args.h"
 #include "runtime_holder.h"
 
@@ -41,12 +42,7 @@ CCA_HOT bool read_numbers(napi_env env, napi_callback_info info, std::size_t cou
       if (t == napi_undefined) continue;
     }
     if (i >= argc || napi_get_value_double(env, argv[i], &out.v[i]) != napi_ok) {
-      Napi::Env e(env);
-      try {
-        throw_js(e, InvalidArgumentError(std::string("Expected a number for ") + names[i], "ERR_INVALID_ARG_TYPE"));
-      } catch (const Napi::Error& err) {
-        err.ThrowAsJavaScriptException();
-      }
+      set_pending(env, InvalidArgumentError(std::string("Expected a number for ") + names[i], "ERR_INVALID_ARG_TYPE"));
       return false;
     }
   }
@@ -56,16 +52,10 @@ CCA_HOT bool read_numbers(napi_env env, napi_callback_info info, std::size_t cou
 // Runs fn, turning an allocator error into a pending JS exception; returns nullptr then.
 template <class F>
 napi_value run(napi_env env, F&& fn) {
-  try {
-    return fn();
-  } catch (const AllocatorError& e) {
-    try {
-      throw_js(Napi::Env(env), e);
-    } catch (const Napi::Error& err) {
-      err.ThrowAsJavaScriptException();
-    }
-  }
-  return nullptr;
+  return translate_errors(std::forward<F>(fn), [&](const AllocatorError& e) -> napi_value {
+    set_pending(env, e);
+    return nullptr;
+  });
 }
 
 // alloc(device, size, stream, stackId?, tagId?)

@@ -4,7 +4,7 @@
 #include "history_functions.h"
 
 #include "../allocator/clock.h"
-#include "addon_state.h"
+#include "export.h"
 #include "args.h"
 #include "runtime_holder.h"
 #include "snapshot_records.h"
@@ -17,72 +17,66 @@ namespace {
 // setHistory(enabled, context, maxEntries, skipMask, clearHistory): every device, as in PyTorch.
 Napi::Value SetHistory(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    if (info.Length() < 5 || !info[0].IsBoolean() || !info[4].IsBoolean()) {
-      throw InvalidArgumentError("setHistory(enabled, context, maxEntries, skipMask, clearHistory)", "ERR_INVALID_ARG_TYPE");
-    }
-    HistoryOptions h;
-    h.enabled = info[0].As<Napi::Boolean>().Value();
-    const double ctx = number_arg(info, 1, "context");
-    if (ctx != 0 && ctx != 1 && ctx != 2 && ctx != 3) throw InvalidArgumentError("context must be 0..3", "ERR_INVALID_ARG_VALUE");
-    h.context = static_cast<RecordContext>(static_cast<int>(ctx));
-    const double max = number_arg(info, 2, "maxEntries");
-    h.max_entries = max >= 1.8e19 ? SIZE_MAX : static_cast<std::size_t>(u64_arg(info, 2, "maxEntries"));
-    h.skip_mask = static_cast<std::uint32_t>(u64_arg(info, 3, "skipMask"));
-    h.clear_history = info[4].As<Napi::Boolean>().Value();
-    Runtime& r = runtime(info);
-    for (int d = 0; d < r.device_count(); ++d) r.allocator(d).set_history(h);
-    return env.Undefined();
-  });
+  if (info.Length() < 5 || !info[0].IsBoolean() || !info[4].IsBoolean()) {
+    throw InvalidArgumentError("setHistory(enabled, context, maxEntries, skipMask, clearHistory)", "ERR_INVALID_ARG_TYPE");
+  }
+  HistoryOptions h;
+  h.enabled = info[0].As<Napi::Boolean>().Value();
+  const double ctx = number_arg(info, 1, "context");
+  if (ctx != 0 && ctx != 1 && ctx != 2 && ctx != 3) throw InvalidArgumentError("context must be 0..3", "ERR_INVALID_ARG_VALUE");
+  h.context = static_cast<RecordContext>(static_cast<int>(ctx));
+  const double max = number_arg(info, 2, "maxEntries");
+  h.max_entries = max >= 1.8e19 ? SIZE_MAX : static_cast<std::size_t>(u64_arg(info, 2, "maxEntries"));
+  h.skip_mask = static_cast<std::uint32_t>(u64_arg(info, 3, "skipMask"));
+  h.clear_history = info[4].As<Napi::Boolean>().Value();
+  Runtime& r = runtime(info);
+  for (int d = 0; d < r.device_count(); ++d) r.allocator(d).set_history(h);
+  return env.Undefined();
 }
 
 // snapshot(device, poolFilter, includeTraces) -> { segments, blocks, traces, ... }
 Napi::Value Snapshot(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    const int device = device_arg(info, 0);
-    const std::uint32_t pool = to_id(number_arg(info, 1, "poolFilter"), "poolFilter");
-    if (info.Length() < 3 || !info[2].IsBoolean()) throw InvalidArgumentError("Expected a boolean for includeTraces", "ERR_INVALID_ARG_TYPE");
-    const bool include_traces = info[2].As<Napi::Boolean>().Value();
-    DeviceSnapshot snap = runtime(info).allocator(device).snapshot(pool, include_traces);
+  const int device = device_arg(info, 0);
+  const std::uint32_t pool = to_id(number_arg(info, 1, "poolFilter"), "poolFilter");
+  if (info.Length() < 3 || !info[2].IsBoolean()) throw InvalidArgumentError("Expected a boolean for includeTraces", "ERR_INVALID_ARG_TYPE");
+  const bool include_traces = info[2].As<Napi::Boolean>().Value();
+  DeviceSnapshot snap = runtime(info).allocator(device).snapshot(pool, include_traces);
 
-    Napi::Float64Array segs = Napi::Float64Array::New(env, snap.segments.size() * kSegmentFields);
-    double* s = segs.Data();
-    for (const SnapshotSegment& g : snap.segments) s = write_record(g, s);
-    Napi::Float64Array blocks = Napi::Float64Array::New(env, snap.blocks.size() * kBlockFields);
-    double* b = blocks.Data();
-    for (const SnapshotBlock& k : snap.blocks) b = write_record(k, b);
-    Napi::Object out = Napi::Object::New(env);
-    out.Set("device", device);
-    out.Set("segments", segs);
-    out.Set("blocks", blocks);
-    out.Set("traceMaxEntries", static_cast<double>(snap.trace_max_entries));
-    out.Set("traceOverflowed", snap.trace_overflowed);
-    if (snap.traces_included) {
-      // Only here is the clock converter needed: the fast path never builds it.
-      const TickConverter conv = process_clock().converter();
-      Napi::Float64Array traces = Napi::Float64Array::New(env, snap.traces.size() * kTraceFields);
-      double* t = traces.Data();
-      for (const TraceEntry& e : snap.traces) t = write_record(e, conv, t);
-      out.Set("traces", traces);
-    }
-    return out;
-  });
+  Napi::Float64Array segs = Napi::Float64Array::New(env, snap.segments.size() * kSegmentFields);
+  double* s = segs.Data();
+  for (const SnapshotSegment& g : snap.segments) s = write_record(g, s);
+  Napi::Float64Array blocks = Napi::Float64Array::New(env, snap.blocks.size() * kBlockFields);
+  double* b = blocks.Data();
+  for (const SnapshotBlock& k : snap.blocks) b = write_record(k, b);
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("device", device);
+  out.Set("segments", segs);
+  out.Set("blocks", blocks);
+  out.Set("traceMaxEntries", static_cast<double>(snap.trace_max_entries));
+  out.Set("traceOverflowed", snap.trace_overflowed);
+  if (snap.traces_included) {
+    // Only here is the clock converter needed: the fast path never builds it.
+    const TickConverter conv = process_clock().converter();
+    Napi::Float64Array traces = Napi::Float64Array::New(env, snap.traces.size() * kTraceFields);
+    double* t = traces.Data();
+    for (const TraceEntry& e : snap.traces) t = write_record(e, conv, t);
+    out.Set("traces", traces);
+  }
+  return out;
 }
 
 Napi::Value ReferencedStacks(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    Runtime& r = runtime(info);
-    std::vector<std::uint32_t> all;
-    for (int d = 0; d < r.device_count(); ++d) {
-      auto ids = r.allocator(d).referenced_stacks();
-      all.insert(all.end(), ids.begin(), ids.end());
-    }
-    Napi::Uint32Array out = Napi::Uint32Array::New(env, all.size());
-    std::copy(all.begin(), all.end(), out.Data());
-    return out;
-  });
+  Runtime& r = runtime(info);
+  std::vector<std::uint32_t> all;
+  for (int d = 0; d < r.device_count(); ++d) {
+    auto ids = r.allocator(d).referenced_stacks();
+    all.insert(all.end(), ids.begin(), ids.end());
+  }
+  Napi::Uint32Array out = Napi::Uint32Array::New(env, all.size());
+  std::copy(all.begin(), all.end(), out.Data());
+  return out;
 }
 
 // snapshotLayout() -> { segment, block, trace }: each record's field names in order.
@@ -128,43 +122,39 @@ Napi::Value ClockTicks(const Napi::CallbackInfo& info) {
 // historySeq(device): the device's next history order number, for an annotation.
 Napi::Value HistorySeq(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    return Napi::Number::New(env, static_cast<double>(runtime(info).allocator(device_arg(info, 0)).next_history_seq()));
-  });
+  return Napi::Number::New(env, static_cast<double>(runtime(info).allocator(device_arg(info, 0)).next_history_seq()));
 }
 
 // Unix microseconds of raw ticks, by the converter the trace entries use.
 Napi::Value TicksToUnixUs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&]() -> Napi::Value {
-    if (info.Length() < 1 || !info[0].IsTypedArray() ||
-        info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array) {
-      throw InvalidArgumentError("Expected a Float64Array of ticks", "ERR_INVALID_ARG_TYPE");
-    }
-    Napi::Float64Array in = info[0].As<Napi::Float64Array>();
-    Napi::Float64Array out = Napi::Float64Array::New(env, in.ElementLength());
-    if (in.ElementLength() == 0) return out;
-    const TickConverter conv = process_clock().converter();
-    for (std::size_t i = 0; i < in.ElementLength(); ++i) {
-      out[i] = static_cast<double>(static_cast<std::int64_t>(conv.to_unix_us(static_cast<std::uint64_t>(in[i]))));
-    }
-    return out;
-  });
+  if (info.Length() < 1 || !info[0].IsTypedArray() ||
+      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array) {
+    throw InvalidArgumentError("Expected a Float64Array of ticks", "ERR_INVALID_ARG_TYPE");
+  }
+  Napi::Float64Array in = info[0].As<Napi::Float64Array>();
+  Napi::Float64Array out = Napi::Float64Array::New(env, in.ElementLength());
+  if (in.ElementLength() == 0) return out;
+  const TickConverter conv = process_clock().converter();
+  for (std::size_t i = 0; i < in.ElementLength(); ++i) {
+    out[i] = static_cast<double>(static_cast<std::int64_t>(conv.to_unix_us(static_cast<std::uint64_t>(in[i]))));
+  }
+  return out;
 }
 
 }  // namespace
 
 void register_history_functions(Napi::Env env, Napi::Object exports) {
-  export_function(env, exports, "setHistory", SetHistory);
-  export_function(env, exports, "snapshot", Snapshot);
-  export_function(env, exports, "referencedStacks", ReferencedStacks);
-  export_function(env, exports, "snapshotLayout", SnapshotLayout);
-  export_function(env, exports, "traceActionNames", TraceActionNames);
-  export_function(env, exports, "clockBuilds", ClockBuilds);
-  export_function(env, exports, "clockRecalibrate", ClockRecalibrate);
-  export_function(env, exports, "clockTicks", ClockTicks);
-  export_function(env, exports, "historySeq", HistorySeq);
-  export_function(env, exports, "ticksToUnixUs", TicksToUnixUs);
+  export_function<SetHistory>(env, exports, "setHistory");
+  export_function<Snapshot>(env, exports, "snapshot");
+  export_function<ReferencedStacks>(env, exports, "referencedStacks");
+  export_function<SnapshotLayout>(env, exports, "snapshotLayout");
+  export_function<TraceActionNames>(env, exports, "traceActionNames");
+  export_function<ClockBuilds>(env, exports, "clockBuilds");
+  export_function<ClockRecalibrate>(env, exports, "clockRecalibrate");
+  export_function<ClockTicks>(env, exports, "clockTicks");
+  export_function<HistorySeq>(env, exports, "historySeq");
+  export_function<TicksToUnixUs>(env, exports, "ticksToUnixUs");
 }
 
 }  // namespace cca::binding

@@ -4,7 +4,7 @@
 
 #include "../allocator/options.h"
 #include "../allocator/stats.h"
-#include "addon_state.h"
+#include "export.h"
 #include "args.h"
 #include "runtime_holder.h"
 
@@ -37,26 +37,22 @@ Napi::Float64Array reusable_f64(const Napi::CallbackInfo& info, std::size_t i, s
 
 Napi::Value MemoryStats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    auto& a = runtime(info).allocator(device_arg(info, 0));
-    DeviceStats stats = a.stats();
-    std::int64_t max_split = reported_max_split(a.max_split_size());
-    Napi::Float64Array out = reusable_f64(info, 1, stat_keys().size());
-    stat_values(stats, max_split, out.Data());
-    return out;
-  });
+  auto& a = runtime(info).allocator(device_arg(info, 0));
+  DeviceStats stats = a.stats();
+  std::int64_t max_split = reported_max_split(a.max_split_size());
+  Napi::Float64Array out = reusable_f64(info, 1, stat_keys().size());
+  stat_values(stats, max_split, out.Data());
+  return out;
 }
 
 // statValue(device, index) -> the stat at statKeys() position `index`: the single-value
 // getters (memory_allocated() and the like) without filling all 122.
 Napi::Value StatValue(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    auto& a = runtime(info).allocator(device_arg(info, 0));
-    const std::size_t index = static_cast<std::size_t>(u64_arg(info, 1, "index"));
-    if (index >= stat_keys().size()) throw InvalidArgumentError("no stat at index " + std::to_string(index), "ERR_INVALID_ARG_VALUE");
-    return Napi::Number::New(env, stat_value(a.stats(), reported_max_split(a.max_split_size()), index));
-  });
+  auto& a = runtime(info).allocator(device_arg(info, 0));
+  const std::size_t index = static_cast<std::size_t>(u64_arg(info, 1, "index"));
+  if (index >= stat_keys().size()) throw InvalidArgumentError("no stat at index " + std::to_string(index), "ERR_INVALID_ARG_VALUE");
+  return Napi::Number::New(env, stat_value(a.stats(), reported_max_split(a.max_split_size()), index));
 }
 
 // monitorSample(out): every device, one after the other, as the 122 stats (statKeys()
@@ -66,91 +62,75 @@ constexpr std::size_t kMonitorExtras = 4;  // see binding.d.ts: monitorSample
 
 Napi::Value MonitorSample(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    Runtime& r = runtime(info);
-    const std::size_t per = stat_keys().size() + kMonitorExtras;
-    Napi::Float64Array out = reusable_f64(info, 0, per * static_cast<std::size_t>(r.device_count()));
-    double* p = out.Data();
-    for (int d = 0; d < r.device_count(); ++d) {
-      DeviceCachingAllocator& a = r.allocator(d);
-      const DeviceCachingAllocator::MonitorSample m = a.monitor_sample();
-      stat_values(m.stats, reported_max_split(a.max_split_size()), p);
-      p += stat_keys().size();
-      *p++ = static_cast<double>(m.largest_free_small);
-      *p++ = static_cast<double>(m.largest_free_large);
-      *p++ = static_cast<double>(m.history_entries);
-      *p++ = static_cast<double>(m.history_capacity);
-    }
-    return out;
-  });
+  Runtime& r = runtime(info);
+  const std::size_t per = stat_keys().size() + kMonitorExtras;
+  Napi::Float64Array out = reusable_f64(info, 0, per * static_cast<std::size_t>(r.device_count()));
+  double* p = out.Data();
+  for (int d = 0; d < r.device_count(); ++d) {
+    DeviceCachingAllocator& a = r.allocator(d);
+    const DeviceCachingAllocator::MonitorSample m = a.monitor_sample();
+    stat_values(m.stats, reported_max_split(a.max_split_size()), p);
+    p += stat_keys().size();
+    *p++ = static_cast<double>(m.largest_free_small);
+    *p++ = static_cast<double>(m.largest_free_large);
+    *p++ = static_cast<double>(m.history_entries);
+    *p++ = static_cast<double>(m.history_capacity);
+  }
+  return out;
 }
 
 Napi::Value ResetPeakStats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    runtime(info).allocator(device_arg(info, 0)).reset_peak_stats();
-    return env.Undefined();
-  });
+  runtime(info).allocator(device_arg(info, 0)).reset_peak_stats();
+  return env.Undefined();
 }
 
 Napi::Value ResetAccumulatedStats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    runtime(info).allocator(device_arg(info, 0)).reset_accumulated_stats();
-    return env.Undefined();
-  });
+  runtime(info).allocator(device_arg(info, 0)).reset_accumulated_stats();
+  return env.Undefined();
 }
 
 Napi::Value EmptyCache(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    runtime(info).allocator(device_arg(info, 0)).empty_cache();
-    return env.Undefined();
-  });
+  runtime(info).allocator(device_arg(info, 0)).empty_cache();
+  return env.Undefined();
 }
 
 Napi::Value MemGetInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    std::size_t free_bytes = 0;
-    std::size_t total = 0;
-    runtime(info).allocator(device_arg(info, 0)).mem_get_info(&free_bytes, &total);
-    Napi::Array out = Napi::Array::New(env, 2);
-    out.Set(0u, static_cast<double>(free_bytes));
-    out.Set(1u, static_cast<double>(total));
-    return out;
-  });
+  std::size_t free_bytes = 0;
+  std::size_t total = 0;
+  runtime(info).allocator(device_arg(info, 0)).mem_get_info(&free_bytes, &total);
+  Napi::Array out = Napi::Array::New(env, 2);
+  out.Set(0u, static_cast<double>(free_bytes));
+  out.Set(1u, static_cast<double>(total));
+  return out;
 }
 
 Napi::Value SetMemoryFraction(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    runtime(info).allocator(device_arg(info, 0)).set_memory_fraction(number_arg(info, 1, "fraction"));
-    return env.Undefined();
-  });
+  runtime(info).allocator(device_arg(info, 0)).set_memory_fraction(number_arg(info, 1, "fraction"));
+  return env.Undefined();
 }
 
 Napi::Value GetMemoryFraction(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] { return Napi::Number::New(env, runtime(info).allocator(device_arg(info, 0)).memory_fraction()); });
+  return Napi::Number::New(env, runtime(info).allocator(device_arg(info, 0)).memory_fraction());
 }
 
 Napi::Value SetAllocatorSettings(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    runtime(info).set_config(AllocatorConfig::parse(string_arg(info, 0, "settings")));
-    return env.Undefined();
-  });
+  runtime(info).set_config(AllocatorConfig::parse(string_arg(info, 0, "settings")));
+  return env.Undefined();
 }
 
 // Parses a config string and throws as setAllocatorSettings would, changing nothing: callers
 // that replace the runtime (replay) check their settings before they touch it.
 Napi::Value CheckAllocatorSettings(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    (void)AllocatorConfig::parse(string_arg(info, 0, "settings"));
-    return env.Undefined();
-  });
+  (void)AllocatorConfig::parse(string_arg(info, 0, "settings"));
+  return env.Undefined();
 }
 
 Napi::Value setting_value(Napi::Env env, const SettingValue& v) {
@@ -195,42 +175,40 @@ Napi::Value AllocatorOptions(const Napi::CallbackInfo& info) {
 // PyTorch's allocator_settings dict: of the runtime, or of a settings string when given one.
 Napi::Value AllocatorSettings(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    const AllocatorConfig c = info.Length() > 0 && !info[0].IsUndefined()
-                                  ? AllocatorConfig::parse(string_arg(info, 0, "settings"))
-                                  : runtime(info).config();
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("PYTORCH_CUDA_ALLOC_CONF", c.source);
-    for (const OptionSpec& spec : allocator_options()) {
-      if (spec.setting != nullptr) o.Set(spec.setting, setting_value(env, spec.report(c)));
-    }
-    return o;
-  });
+  const AllocatorConfig c = info.Length() > 0 && !info[0].IsUndefined()
+                                ? AllocatorConfig::parse(string_arg(info, 0, "settings"))
+                                : runtime(info).config();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("PYTORCH_CUDA_ALLOC_CONF", c.source);
+  for (const OptionSpec& spec : allocator_options()) {
+    if (spec.setting != nullptr) o.Set(spec.setting, setting_value(env, spec.report(c)));
+  }
+  return o;
 }
 
 Napi::Value Validate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] { return Napi::String::New(env, runtime(info).allocator(device_arg(info, 0)).validate()); });
+  return Napi::String::New(env, runtime(info).allocator(device_arg(info, 0)).validate());
 }
 
 }  // namespace
 
 void register_memory_functions(Napi::Env env, Napi::Object exports) {
-  export_function(env, exports, "statKeys", StatKeys);
-  export_function(env, exports, "allocatorOptions", AllocatorOptions);
-  export_function(env, exports, "memoryStats", MemoryStats);
-  export_function(env, exports, "statValue", StatValue);
-  export_function(env, exports, "monitorSample", MonitorSample);
-  export_function(env, exports, "resetPeakStats", ResetPeakStats);
-  export_function(env, exports, "resetAccumulatedStats", ResetAccumulatedStats);
-  export_function(env, exports, "emptyCache", EmptyCache);
-  export_function(env, exports, "memGetInfo", MemGetInfo);
-  export_function(env, exports, "setMemoryFraction", SetMemoryFraction);
-  export_function(env, exports, "getMemoryFraction", GetMemoryFraction);
-  export_function(env, exports, "setAllocatorSettings", SetAllocatorSettings);
-  export_function(env, exports, "checkAllocatorSettings", CheckAllocatorSettings);
-  export_function(env, exports, "allocatorSettings", AllocatorSettings);
-  export_function(env, exports, "validate", Validate);
+  export_function<StatKeys>(env, exports, "statKeys");
+  export_function<AllocatorOptions>(env, exports, "allocatorOptions");
+  export_function<MemoryStats>(env, exports, "memoryStats");
+  export_function<StatValue>(env, exports, "statValue");
+  export_function<MonitorSample>(env, exports, "monitorSample");
+  export_function<ResetPeakStats>(env, exports, "resetPeakStats");
+  export_function<ResetAccumulatedStats>(env, exports, "resetAccumulatedStats");
+  export_function<EmptyCache>(env, exports, "emptyCache");
+  export_function<MemGetInfo>(env, exports, "memGetInfo");
+  export_function<SetMemoryFraction>(env, exports, "setMemoryFraction");
+  export_function<GetMemoryFraction>(env, exports, "getMemoryFraction");
+  export_function<SetAllocatorSettings>(env, exports, "setAllocatorSettings");
+  export_function<CheckAllocatorSettings>(env, exports, "checkAllocatorSettings");
+  export_function<AllocatorSettings>(env, exports, "allocatorSettings");
+  export_function<Validate>(env, exports, "validate");
 }
 
 }  // namespace cca::binding

@@ -5,7 +5,7 @@
 #include "replay_functions.h"
 
 #include "../allocator/size_policy.h"
-#include "addon_state.h"
+#include "export.h"
 #include "args.h"
 
 namespace cca::binding {
@@ -29,109 +29,97 @@ Request request_arg(const Napi::CallbackInfo& info) {
 // layout: a Float64Array of (offset, block size, requested size) per live block.
 Napi::Value PlaceSegment(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    const int device = device_arg(info, 0);
-    const std::size_t size = static_cast<std::size_t>(u64_arg(info, 1, "size"));
-    const StreamId stream = u64_arg(info, 2, "stream");
-    const std::uint32_t pool = to_id(number_arg(info, 3, "pool"), "pool");
-    if (info.Length() < 6 || !info[4].IsBoolean() || !info[5].IsTypedArray() ||
-        info[5].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array) {
-      throw InvalidArgumentError("placeSegment(device, size, stream, pool, small, layout: Float64Array)",
-                                 "ERR_INVALID_ARG_TYPE");
-    }
-    const bool small = info[4].As<Napi::Boolean>().Value();
-    Napi::Float64Array layout = info[5].As<Napi::Float64Array>();
-    if (layout.ElementLength() % 3 != 0) {
-      throw InvalidArgumentError("placeSegment: the layout holds 3 numbers per live block", "ERR_INVALID_ARG_VALUE");
-    }
-    std::vector<PlacedBlock> live(layout.ElementLength() / 3);
-    for (std::size_t i = 0; i < live.size(); ++i) {
-      live[i].offset = static_cast<std::size_t>(to_u64(layout[3 * i], "offset"));
-      live[i].size = static_cast<std::size_t>(to_u64(layout[3 * i + 1], "block size"));
-      live[i].requested = to_u64(layout[3 * i + 2], "requested size");
-    }
-    const std::vector<DevicePtr> ptrs =
-        runtime(info).allocator(device).place_segment(size, stream, pool, small, live, state(env).owner);
-    Napi::Float64Array out = Napi::Float64Array::New(env, ptrs.size());
-    for (std::size_t i = 0; i < ptrs.size(); ++i) out[i] = static_cast<double>(ptrs[i]);
-    return out;
-  });
+  const int device = device_arg(info, 0);
+  const std::size_t size = static_cast<std::size_t>(u64_arg(info, 1, "size"));
+  const StreamId stream = u64_arg(info, 2, "stream");
+  const std::uint32_t pool = to_id(number_arg(info, 3, "pool"), "pool");
+  if (info.Length() < 6 || !info[4].IsBoolean() || !info[5].IsTypedArray() ||
+      info[5].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array) {
+    throw InvalidArgumentError("placeSegment(device, size, stream, pool, small, layout: Float64Array)",
+                               "ERR_INVALID_ARG_TYPE");
+  }
+  const bool small = info[4].As<Napi::Boolean>().Value();
+  Napi::Float64Array layout = info[5].As<Napi::Float64Array>();
+  if (layout.ElementLength() % 3 != 0) {
+    throw InvalidArgumentError("placeSegment: the layout holds 3 numbers per live block", "ERR_INVALID_ARG_VALUE");
+  }
+  std::vector<PlacedBlock> live(layout.ElementLength() / 3);
+  for (std::size_t i = 0; i < live.size(); ++i) {
+    live[i].offset = static_cast<std::size_t>(to_u64(layout[3 * i], "offset"));
+    live[i].size = static_cast<std::size_t>(to_u64(layout[3 * i + 1], "block size"));
+    live[i].requested = to_u64(layout[3 * i + 2], "requested size");
+  }
+  const std::vector<DevicePtr> ptrs =
+      runtime(info).allocator(device).place_segment(size, stream, pool, small, live, state(env).owner);
+  Napi::Float64Array out = Napi::Float64Array::New(env, ptrs.size());
+  for (std::size_t i = 0; i < ptrs.size(); ++i) out[i] = static_cast<double>(ptrs[i]);
+  return out;
 }
 
 // sizePolicy(settings, size) -> { rounded, segment }: the block size a request of `size`
 // gets under `settings`, and the size of a segment made for it.
 Napi::Value SizePolicy(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    const AllocatorConfig config = AllocatorConfig::parse(string_arg(info, 0, "settings"));
-    const std::size_t rounded = round_size(static_cast<std::size_t>(u64_arg(info, 1, "size")), config);
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("rounded", static_cast<double>(rounded));
-    o.Set("segment", static_cast<double>(allocation_size(rounded, config)));
-    return o;
-  });
+  const AllocatorConfig config = AllocatorConfig::parse(string_arg(info, 0, "settings"));
+  const std::size_t rounded = round_size(static_cast<std::size_t>(u64_arg(info, 1, "size")), config);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("rounded", static_cast<double>(rounded));
+  o.Set("segment", static_cast<double>(allocation_size(rounded, config)));
+  return o;
 }
 
 // cachedBlockFor(device, size, stream, pool) -> { ptr, size } | null; no state changes.
 Napi::Value CachedBlockFor(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&]() -> Napi::Value {
-    const Request q = request_arg(info);
-    const auto b = q.allocator.cached_block_for(q.size, q.stream, q.pool);
-    if (!b) return env.Null();
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("ptr", static_cast<double>(b->ptr));
-    o.Set("size", static_cast<double>(b->size));
-    return o;
-  });
+  const Request q = request_arg(info);
+  const auto b = q.allocator.cached_block_for(q.size, q.stream, q.pool);
+  if (!b) return env.Null();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("ptr", static_cast<double>(b->ptr));
+  o.Set("size", static_cast<double>(b->size));
+  return o;
 }
 
 // unplaceSegment(device, base): gives back a placed segment that holds nothing.
 Napi::Value UnplaceSegment(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    runtime(info).allocator(device_arg(info, 0)).unplace_segment(u64_arg(info, 1, "base"));
-    return env.Undefined();
-  });
+  runtime(info).allocator(device_arg(info, 0)).unplace_segment(u64_arg(info, 1, "base"));
+  return env.Undefined();
 }
 
 // oversizeReleaseFor(device, size, stream, pool) -> { sizes, retries }; no state changes.
 Napi::Value OversizeReleaseFor(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    const Request q = request_arg(info);
-    const DeviceCachingAllocator::OversizeRelease r = q.allocator.oversize_release_for(q.size, q.stream, q.pool);
-    Napi::Array sizes = Napi::Array::New(env, r.sizes.size());
-    for (std::size_t i = 0; i < r.sizes.size(); ++i) sizes.Set(static_cast<std::uint32_t>(i), static_cast<double>(r.sizes[i]));
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("sizes", sizes);
-    o.Set("retries", r.retries);
-    return o;
-  });
+  const Request q = request_arg(info);
+  const DeviceCachingAllocator::OversizeRelease r = q.allocator.oversize_release_for(q.size, q.stream, q.pool);
+  Napi::Array sizes = Napi::Array::New(env, r.sizes.size());
+  for (std::size_t i = 0; i < r.sizes.size(); ++i) sizes.Set(static_cast<std::uint32_t>(i), static_cast<double>(r.sizes[i]));
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("sizes", sizes);
+  o.Set("retries", r.retries);
+  return o;
 }
 
 // limitReleaseFor(device, size, stream, pool) -> { limited, releases }; no state changes.
 Napi::Value LimitReleaseFor(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guarded(env, [&] {
-    const Request q = request_arg(info);
-    const DeviceCachingAllocator::LimitRelease r = q.allocator.limit_release_for(q.size, q.stream, q.pool);
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("limited", r.limited);
-    o.Set("releases", r.releases);
-    return o;
-  });
+  const Request q = request_arg(info);
+  const DeviceCachingAllocator::LimitRelease r = q.allocator.limit_release_for(q.size, q.stream, q.pool);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("limited", r.limited);
+  o.Set("releases", r.releases);
+  return o;
 }
 
 }  // namespace
 
 void register_replay_functions(Napi::Env env, Napi::Object exports) {
-  export_function(env, exports, "placeSegment", PlaceSegment);
-  export_function(env, exports, "sizePolicy", SizePolicy);
-  export_function(env, exports, "cachedBlockFor", CachedBlockFor);
-  export_function(env, exports, "unplaceSegment", UnplaceSegment);
-  export_function(env, exports, "oversizeReleaseFor", OversizeReleaseFor);
-  export_function(env, exports, "limitReleaseFor", LimitReleaseFor);
+  export_function<PlaceSegment>(env, exports, "placeSegment");
+  export_function<SizePolicy>(env, exports, "sizePolicy");
+  export_function<CachedBlockFor>(env, exports, "cachedBlockFor");
+  export_function<UnplaceSegment>(env, exports, "unplaceSegment");
+  export_function<OversizeReleaseFor>(env, exports, "oversizeReleaseFor");
+  export_function<LimitReleaseFor>(env, exports, "limitReleaseFor");
 }
 
 }  // namespace cca::binding

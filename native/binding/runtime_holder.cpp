@@ -1,7 +1,6 @@
 #include "runtime_holder.h"
 
 #include <atomic>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 
@@ -18,30 +17,6 @@ std::atomic<Runtime*> g_current{nullptr};
 std::atomic<std::uint32_t> g_generation{1};          // the last number handed out
 std::atomic<std::uint32_t> g_process_generation{1};  // the process runtime's
 
-SimOptions sim_options_from_environment() {
-  SimOptions o;
-  if (const char* v = std::getenv("CCA_SIM_DEVICES")) {
-    char* end = nullptr;
-    long n = std::strtol(v, &end, 10);
-    if (*v == '\0' || *end != '\0' || n < 1 || n > 64) {
-      throw InvalidArgumentError(std::string("CCA_SIM_DEVICES must be an integer from 1 to 64, got '") + v + "'",
-                                 "ERR_CCA_INVALID_CONFIG");
-    }
-    o.devices = static_cast<int>(n);
-  }
-  if (const char* v = std::getenv("CCA_SIM_CAPACITY_MB")) {
-    char* end = nullptr;
-    unsigned long long mb = std::strtoull(v, &end, 10);
-    if (*v == '\0' || *end != '\0' || mb < 1 || mb > (1ull << 20)) {
-      throw InvalidArgumentError(std::string("CCA_SIM_CAPACITY_MB must be an integer from 1 to 1048576, got '") + v +
-                                     "'",
-                                 "ERR_CCA_INVALID_CONFIG");
-    }
-    o.capacity_bytes = static_cast<std::size_t>(mb) << 20;
-  }
-  return o;
-}
-
 std::unique_ptr<Runtime> build(const std::string& kind, const SimOptions& sim) {
   AllocatorConfig config = AllocatorConfig::from_environment();
   PlatformChoice choice = choose_platform(kind, sim);
@@ -54,8 +29,7 @@ Runtime& process_runtime() {
   if (Runtime* r = g_current.load(std::memory_order_acquire)) return *r;
   std::lock_guard<std::mutex> lock(g_mu);
   if (!g_runtime) {
-    const char* kind = std::getenv("CCA_DEVICE");
-    g_runtime = build(kind ? kind : "auto", sim_options_from_environment());
+    g_runtime = build(device_kind_from_environment(), sim_options_from_environment());
     g_current.store(g_runtime.get(), std::memory_order_release);
   }
   return *g_runtime;

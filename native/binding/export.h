@@ -1,0 +1,27 @@
+// Exporting a function: exports[name] = Fn, wrapped so that an allocator error leaves it
+// as its JS class (js_errors.h). Every exported function goes through here, so each
+// translates errors the same way by construction, and a function's body is its logic
+// only. The function's data is the environment's state, which arrives with the arguments
+// (an instance-data lookup would add a call to every crossing).
+#pragma once
+#include <napi.h>
+
+#include "addon_state.h"
+#include "js_errors.h"
+
+namespace cca::binding {
+
+using Exported = Napi::Value (*)(const Napi::CallbackInfo&);
+
+template <Exported Fn>
+Napi::Value guarded(const Napi::CallbackInfo& info) {
+  return translate_errors([&] { return Fn(info); },
+                          [&](const AllocatorError& e) -> Napi::Value { throw Napi::Error(info.Env(), js_error(info.Env(), e)); });
+}
+
+template <Exported Fn>
+void export_function(Napi::Env env, Napi::Object exports, const char* name) {
+  exports.Set(name, Napi::Function::New<guarded<Fn>>(env, name, &state(env)));
+}
+
+}  // namespace cca::binding

@@ -1,0 +1,32 @@
+// Every kind of native error has its JS class, and no JS class waits for a kind the addon
+// never sends: native/allocator/errors.h's CCA_ERROR_KINDS and lib/errors.ts's table are
+// the same list. Each kind arrives as its class, with its code.
+import { describe, expect, it } from 'vitest';
+import {
+  AllocatorError, CudaOutOfMemoryError, DeviceError, ERROR_CLASS_BY_KIND, InvalidArgumentError, InvalidPointerError,
+  errorFromNative,
+} from '../../lib/errors.js';
+import { native } from '../../lib/native.js';
+
+describe('native error kinds', () => {
+  it('are the kinds lib/errors.ts has classes for', () => {
+    expect(Object.keys(ERROR_CLASS_BY_KIND).sort()).toEqual([...native.errorKinds()].sort());
+  });
+
+  it('each becomes its class, keeping the code', () => {
+    const classes: Record<string, new (...args: never[]) => Error> = {
+      allocator: AllocatorError, argument: InvalidArgumentError, pointer: InvalidPointerError, device: DeviceError,
+      oom: CudaOutOfMemoryError,
+    };
+    for (const kind of native.errorKinds()) {
+      const e = errorFromNative(kind, 'm', kind === 'oom' ? 'ERR_CUDA_OUT_OF_MEMORY' : 'ERR_X', { requested: 1 });
+      expect(e, kind).toBeInstanceOf(classes[kind]!);
+      expect((e as Error & { code: string }).code, kind).toBe(kind === 'oom' ? 'ERR_CUDA_OUT_OF_MEMORY' : 'ERR_X');
+    }
+  });
+
+  it('crosses from the addon as its class', () => {
+    expect(() => native.checkAllocatorSettings('bogus:1')).toThrow(InvalidArgumentError);
+    expect(() => native.free(0, 12345, 0)).toThrow(InvalidPointerError);
+  });
+});
