@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "allocator/clock.h"
+#include "common/clock.h"
 
 int main(int argc, char** argv) {
   double seconds = 600;

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "allocator/caching_allocator.h"
+#include "allocator/policy/caching_allocator.h"
 #include "device/cuda/cuda_device.h"
 #include "timing.h"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "../allocator/errors.h"
+#include "../common/errors.h"
 #include "runtime_holder.h"
 
 namespace cca::binding {

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "../allocator/hot.h"
+#include "../common/hot.h"
 #include "addon_state.h"
 #include "js_errors.h"
 #include "args.h"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../allocator/errors.h"
+#include "../common/errors.h"
 
 namespace cca::binding {
 

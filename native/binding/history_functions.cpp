@@ -3,7 +3,7 @@
 // part, and the JS side builds exactly the objects it needs.
 #include "history_functions.h"
 
-#include "../allocator/clock.h"
+#include "../common/clock.h"
 #include "export.h"
 #include "args.h"
 #include "runtime_holder.h"

@@ -7,7 +7,7 @@
 
 #include <stdexcept>
 
-#include "../allocator/errors.h"
+#include "../common/errors.h"
 
 namespace cca::binding {
 

@@ -2,8 +2,8 @@
 // keys cross once), plain objects for the rarely called rest.
 #include "memory_functions.h"
 
-#include "../allocator/options.h"
-#include "../allocator/stats.h"
+#include "../allocator/policy/options.h"
+#include "../allocator/state/stats.h"
 #include "export.h"
 #include "args.h"
 #include "runtime_holder.h"

@@ -4,7 +4,7 @@
 // block would serve it; what would it release before a retry).
 #include "replay_functions.h"
 
-#include "../allocator/size_policy.h"
+#include "../allocator/policy/size_policy.h"
 #include "export.h"
 #include "args.h"
 

@@ -4,7 +4,7 @@
 #include <memory>
 #include <mutex>
 
-#include "../allocator/errors.h"
+#include "../common/errors.h"
 #include "../device/select.h"
 
 namespace cca::binding {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../allocator/runtime.h"
+#include "../allocator/policy/runtime.h"
 #include "../device/sim/sim_device.h"
 
 namespace cca::binding {

@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../allocator/clock.h"
-#include "../allocator/snapshot.h"
+#include "../common/clock.h"
+#include "../allocator/state/snapshot.h"
 
 namespace cca::binding {
 

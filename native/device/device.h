@@ -10,11 +10,9 @@
 #include <string>
 #include <utility>
 
-namespace cca {
+#include "../common/types.h"
 
-using DevicePtr = std::uint64_t;   // a device address; 0 is the null pointer
-using StreamId = std::uint64_t;    // a raw stream handle; 0 is the default stream
-using EventId = std::uint64_t;     // a raw event handle
+namespace cca {
 
 enum class Status {
   kOk,

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "../allocator/errors.h"
+#include "../common/errors.h"
 #include "cuda/cuda_device.h"
 
 namespace cca {

@@ -1,6 +1,6 @@
 // Bad input gets an error with a stable code and changes nothing: the validator passes
 // and every stat is equal before and after.
-#include "allocator/errors.h"
+#include "common/errors.h"
 #include "fixture.h"
 #include "harness.h"
 

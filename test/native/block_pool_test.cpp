@@ -9,8 +9,8 @@
 #include <tuple>
 #include <vector>
 
-#include "allocator/block_pool.h"
-#include "allocator/size_policy.h"
+#include "allocator/state/block_pool.h"
+#include "allocator/policy/size_policy.h"
 #include "harness.h"
 
 using namespace cca;

@@ -1,8 +1,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "allocator/config.h"
-#include "allocator/errors.h"
+#include "allocator/policy/config.h"
+#include "common/errors.h"
 #include "fixture.h"
 #include "harness.h"
 

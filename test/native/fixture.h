@@ -3,8 +3,8 @@
 #include <memory>
 #include <vector>
 
-#include "allocator/caching_allocator.h"
-#include "allocator/size_policy.h"
+#include "allocator/policy/caching_allocator.h"
+#include "allocator/policy/size_policy.h"
 #include "device/sim/sim_device.h"
 
 namespace test {

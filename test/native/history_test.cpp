@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "allocator/clock.h"
+#include "common/clock.h"
 #include "fixture.h"
 #include "harness.h"
 

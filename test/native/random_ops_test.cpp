@@ -6,7 +6,7 @@
 #include <iostream>
 #include <map>
 
-#include "allocator/errors.h"
+#include "common/errors.h"
 #include "fixture.h"
 #include "harness.h"
 

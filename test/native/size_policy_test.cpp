@@ -1,7 +1,7 @@
 // Conformance table: request -> rounded size, pool, segment size, split or not, at the
 // boundaries of pytorch-allocator-facts.md section 1. "split" is observed on a real
 // allocator: the new segment holds two blocks after the request.
-#include "allocator/config.h"
+#include "allocator/policy/config.h"
 #include "fixture.h"
 #include "harness.h"
 

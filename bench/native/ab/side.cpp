@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "allocator/caching_allocator.h"
+#include "allocator/policy/caching_allocator.h"
 #include "device/sim/sim_device.h"
 #include "../cache_setup.h"
 #include "../timing.h"

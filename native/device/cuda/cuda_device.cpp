@@ -1,6 +1,6 @@
 #include "cuda_device.h"
 
-#include "../../allocator/errors.h"
+#include "../../common/errors.h"
 
 namespace cca {
 

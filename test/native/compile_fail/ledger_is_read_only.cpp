@@ -1,7 +1,7 @@
 // Code outside the ledger can read its state but not write it: each CASE below must fail
 // to compile (ctest runs the compiler on each, expecting failure), and CASE 0, the same
 // reads without a write, must compile, so a failure is the write's and not a broken include.
-#include "allocator/ledger.h"
+#include "allocator/state/ledger.h"
 
 using namespace cca;
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "caching_allocator.h"
-#include "hot.h"
+#include "../../common/hot.h"
 
 namespace cca {
 

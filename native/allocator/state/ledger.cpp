@@ -1,9 +1,9 @@
 // The ledger's bookkeeping: committing a change, recycling block objects, segments and
 // MemPools coming and going, and the history settings.
 #include "ledger.h"
-#include "hot.h"
+#include "../../common/hot.h"
 
-#include "clock.h"
+#include "../../common/clock.h"
 #include "state_change.h"
 
 namespace cca {

@@ -1,11 +1,11 @@
 #include "stats.h"
-#include "hot.h"
+#include "../../common/hot.h"
 
 #include <algorithm>
 #include <utility>
 
 #include "block_pool.h"
-#include "debug.h"
+#include "../../common/debug.h"
 #include "segment.h"
 
 namespace cca {

@@ -1,6 +1,6 @@
 #include "options.h"
 
-#include "errors.h"
+#include "../../common/errors.h"
 
 namespace cca {
 

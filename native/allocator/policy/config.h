@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "constants.h"
+#include "../../common/constants.h"
 
 namespace cca {
 

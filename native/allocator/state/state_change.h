@@ -3,7 +3,7 @@
 // whole is committed at once (Ledger::commit) together with the transition's trace entries,
 // so neither the stats nor the history can disagree with the blocks.
 #pragma once
-#include "debug.h"
+#include "../../common/debug.h"
 #include "segment.h"
 #include "stats.h"
 #include "trace_ring.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "config.h"
-#include "constants.h"
+#include "../../common/constants.h"
 
 namespace cca {
 

@@ -5,7 +5,7 @@
 //  4. Allocated blocks are exactly those in the pointer map; pending ones wait on events.
 //  5. Stats equal the sums over blocks and segments; allocated <= active <= reserved.
 
-#include "message_format.h"
+#include "../../common/message_format.h"
 #include "ledger.h"
 #include "state_change.h"
 

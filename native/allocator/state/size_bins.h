@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "block.h"
-#include "constants.h"
+#include "../../common/constants.h"
 
 namespace cca {
 

@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "../device/device.h"
-#include "block.h"
-#include "errors.h"
+#include "../../device/device.h"
+#include "../state/block.h"
+#include "../../common/errors.h"
 
 namespace cca {
 

@@ -4,7 +4,7 @@
 #pragma once
 #include <cstddef>
 
-#include "block_pool.h"
+#include "../state/block_pool.h"
 #include "config.h"
 
 namespace cca {

@@ -21,13 +21,13 @@
 //   ledger (ledger.h), which keeps the stats and history in step with the blocks;
 //   validate.cpp checks every invariant on demand. The size rules are in size_policy.h.
 #include "caching_allocator.h"
-#include "hot.h"
+#include "../../common/hot.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
 
-#include "message_format.h"
+#include "../../common/message_format.h"
 
 namespace cca {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "ledger.h"
-#include "hot.h"
+#include "../../common/hot.h"
 #include "state_change.h"
 
 namespace cca {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "caching_allocator.h"
-#include "message_format.h"
+#include "../../common/message_format.h"
 
 namespace cca {
 

@@ -1,5 +1,5 @@
 #include "size_bins.h"
-#include "hot.h"
+#include "../../common/hot.h"
 
 namespace cca {
 

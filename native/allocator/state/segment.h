@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "block.h"
-#include "debug.h"
+#include "../../common/debug.h"
 
 namespace cca {
 

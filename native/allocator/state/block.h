@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../device/device.h"
+#include "../../common/types.h"
 #include "link.h"
 
 namespace cca {

@@ -22,14 +22,14 @@
 #include <unordered_set>
 #include <vector>
 
-#include "../device/device.h"
+#include "../../device/device.h"
 #include "config.h"
-#include "debug.h"
-#include "errors.h"
-#include "history_options.h"
-#include "ledger.h"
+#include "../../common/debug.h"
+#include "../../common/errors.h"
+#include "../state/history_options.h"
+#include "../state/ledger.h"
 #include "size_policy.h"
-#include "snapshot.h"
+#include "../state/snapshot.h"
 #include "stream_events.h"
 
 namespace cca {

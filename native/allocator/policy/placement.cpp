@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "caching_allocator.h"
-#include "message_format.h"
+#include "../../common/message_format.h"
 
 namespace cca {
 

@@ -1,5 +1,5 @@
 #include "runtime.h"
-#include "hot.h"
+#include "../../common/hot.h"
 
 namespace cca {
 
