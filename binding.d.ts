@@ -125,7 +125,7 @@ export interface NativeBinding {
   checkAllocatorSettings(settings: string): void;
   /** PyTorch's allocator_settings dict: the runtime's, or that of `settings` when given. */
   allocatorSettings(settings?: string): Record<string, unknown>;
-  /** The allocator options table (native/allocator/options.h), one row per key, in order. */
+  /** The allocator options table (native/allocator/policy/options.h), one row per key, in order. */
   allocatorOptions(): AllocatorOptionRow[];
   validate(device: number): string;
 
@@ -168,7 +168,7 @@ export interface NativeBinding {
   cudaProbe(): CudaProbe;
 
   setErrorFactory(factory: ErrorFactory): void;
-  /** The kinds the error factory is called with (native/allocator/errors.h's CCA_ERROR_KINDS). */
+  /** The kinds the error factory is called with (native/common/errors.h's CCA_ERROR_KINDS). */
   errorKinds(): string[];
   runtimeInfo(): RuntimeInfo;
   deviceInfo(device: number): DeviceInfo;

@@ -26,10 +26,15 @@ if (!existsSync(path.join(work, 'native'))) {
   execFileSync('sh', ['-c', `git archive ${base} | tar -x -C '${work}'`]);
 }
 
-// The core's sources of one tree: allocator and sim device (no runtime: it picks backends).
+// The core's sources of one tree: allocator (flat before the layers had folders, in
+// state/ and policy/ after), common, and the sim device (no runtime: it picks backends).
+const cppUnder = (dir) => (existsSync(dir)
+  ? readdirSync(dir, { recursive: true }).filter((f) => f.endsWith('.cpp') && path.basename(f) !== 'runtime.cpp')
+    .map((f) => path.join(dir, f))
+  : []);
 const coreSources = (tree) => [
-  ...readdirSync(path.join(tree, 'native/allocator')).filter((f) => f.endsWith('.cpp') && f !== 'runtime.cpp')
-    .map((f) => path.join(tree, 'native/allocator', f)),
+  ...cppUnder(path.join(tree, 'native/allocator')),
+  ...cppUnder(path.join(tree, 'native/common')),
   path.join(tree, 'native/device/device.cpp'),
   path.join(tree, 'native/device/sim/sim_device.cpp'),
 ];

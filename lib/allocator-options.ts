@@ -1,4 +1,4 @@
-// The allocator's options table (native/allocator/options.h), read from the addon: the one
+// The allocator's options table (native/allocator/policy/options.h), read from the addon: the one
 // description of every option, used here to write a settings dict (PyTorch's
 // allocator_settings, as a snapshot carries it) back as the config string that gives it.
 import { isDeepStrictEqual } from 'node:util';

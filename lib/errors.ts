@@ -44,7 +44,7 @@ export interface OutOfMemoryDetails {
 /** `ERR_CUDA_OUT_OF_MEMORY`: even after releasing the cache, the device had no room. */
 // The class carries every field of OutOfMemoryDetails (declared by the interface of the same
 // name below, copied from the addon's list in the constructor): the field list lives once
-// in native/allocator/errors.h and once in OutOfMemoryDetails, and a test compares the two.
+// in native/common/errors.h and once in OutOfMemoryDetails, and a test compares the two.
 export class CudaOutOfMemoryError extends AllocatorError {
   constructor(message: string, details: OutOfMemoryDetails) {
     super(message, 'ERR_CUDA_OUT_OF_MEMORY');
@@ -100,7 +100,7 @@ export class ArgumentRangeError extends RangeError {
 }
 
 /**
- * The JS class for each kind of native error (native/allocator/errors.h's CCA_ERROR_KINDS;
+ * The JS class for each kind of native error (native/common/errors.h's CCA_ERROR_KINDS;
  * test/contract/error-kinds.test.ts fails when the two lists differ).
  */
 export const ERROR_CLASS_BY_KIND = {

@@ -1,7 +1,7 @@
 // What the addon writes and what TypeScript reads, compared: the snapshot records
 // (native/binding/snapshot_records.h, the generated lib/snapshot/records.generated.ts, and
 // the names the built addon reports) and the out-of-memory numbers
-// (native/allocator/errors.h against OutOfMemoryDetails in lib/errors.ts). Renaming,
+// (native/common/errors.h against OutOfMemoryDetails in lib/errors.ts). Renaming,
 // adding, dropping or moving a field on one side fails this file.
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

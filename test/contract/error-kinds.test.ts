@@ -1,5 +1,5 @@
 // Every kind of native error has its JS class, and no JS class waits for a kind the addon
-// never sends: native/allocator/errors.h's CCA_ERROR_KINDS and lib/errors.ts's table are
+// never sends: native/common/errors.h's CCA_ERROR_KINDS and lib/errors.ts's table are
 // the same list. Each kind arrives as its class, with its code.
 import { describe, expect, it } from 'vitest';
 import {

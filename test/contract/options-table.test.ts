@@ -1,4 +1,4 @@
-// The allocator options table (native/allocator/options.h) is the one description of every
+// The allocator options table (native/allocator/policy/options.h) is the one description of every
 // option: the docs' table is generated from it, the parser refuses each kind's bad values
 // naming the key, the "did you mean" hint comes from it, the settings dict has exactly its
 // settings, and replay writes a settings dict back through it to the same settings.

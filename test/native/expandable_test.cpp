@@ -1,4 +1,4 @@
-// Expandable segments (Note [Expandable segments] in native/allocator/expandable_segments.cpp)
+// Expandable segments (Note [Expandable segments] in native/allocator/policy/expandable_segments.cpp)
 // on the simulated device's VMM.
 #include "fixture.h"
 #include "harness.h"

@@ -6,7 +6,12 @@
 #include <cstdint>
 #include <vector>
 
+// Either tree's layout: the allocator's folders by layer, or the flat one before them.
+#if __has_include("allocator/policy/caching_allocator.h")
 #include "allocator/policy/caching_allocator.h"
+#else
+#include "allocator/caching_allocator.h"
+#endif
 #include "device/sim/sim_device.h"
 #include "../cache_setup.h"
 #include "../timing.h"
