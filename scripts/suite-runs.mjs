@@ -49,7 +49,7 @@ const stopLoad = () => { for (const p of busy) p.kill('SIGKILL'); };
 process.on('exit', stopLoad);
 process.on('SIGINT', () => process.exit(130));
 
-console.log(`suite-runs: ${runs} x \`${values.command}\` on fresh clones of ${head}, ` +
+console.log(`suite-runs: ${runs} x \`${values.command}\` on fresh clones of HEAD (${head} now), ` +
   `${values.load ? `${busy.length} busy loops loading every core` : 'no added load'}; ` +
   `${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}`);
 let failed = 0;
@@ -59,6 +59,7 @@ for (let i = 1; i <= runs; i++) {
   const dir = join(base, 'main');
   const log = join(base, 'run.log');
   execFileSync('git', ['clone', '--quiet', root, dir]);
+  const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: dir, encoding: 'utf8' }).trim();
   if (existsSync(shared)) symlinkSync(shared, join(base, 'shared'));
   const installed = await sh('npm ci --no-audit --no-fund', dir, log);
   const started = process.hrtime.bigint();
@@ -66,11 +67,11 @@ for (let i = 1; i <= runs; i++) {
   const secs = Number(process.hrtime.bigint() - started) / 1e9;
   if (code === 0) {
     times.push(secs);
-    console.log(`run ${i}: passed in ${secs.toFixed(1)} s`);
+    console.log(`run ${i} (${commit}): passed in ${secs.toFixed(1)} s`);
     rmSync(base, { recursive: true, force: true });
   } else {
     failed++;
-    console.log(`run ${i}: FAILED (${installed === 0 ? 'exit' : 'npm ci exit'} ${code}) after ${secs.toFixed(1)} s; log: ${log}`);
+    console.log(`run ${i} (${commit}): FAILED (${installed === 0 ? 'exit' : 'npm ci exit'} ${code}) after ${secs.toFixed(1)} s; log: ${log}`);
   }
 }
 stopLoad();
