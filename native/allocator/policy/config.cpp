@@ -185,10 +185,10 @@ AllocatorConfig AllocatorConfig::parse(const std::string& text) {
     if (o != nullptr && o->first && tk.at(i + 1) == ":") {
       OptionValue v;
       read_value(tk, i + 2, *o, v);
-      o->apply(v, OptionContext{cfg.large_segment_size / kMB}, cfg);
+      o->apply(v, OptionContext{o->key, cfg.large_segment_size / kMB}, cfg);
     }
   }
-  const OptionContext context{cfg.large_segment_size / kMB};
+  const std::size_t min_segment_mb = cfg.large_segment_size / kMB;
   for (std::size_t i = 0; i < tk.size(); ++i) {
     const std::string key = tk.at(i);
     if (key == ",") continue;
@@ -201,7 +201,7 @@ AllocatorConfig AllocatorConfig::parse(const std::string& text) {
     tk.expect(++i, ":");
     OptionValue v;
     i = read_value(tk, i + 1, *o, v);
-    if (!o->first) o->apply(v, context, cfg);
+    if (!o->first) o->apply(v, OptionContext{o->key, min_segment_mb}, cfg);
     if (i + 1 < tk.size()) tk.expect(++i, ",");
   }
   return cfg;

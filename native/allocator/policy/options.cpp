@@ -13,9 +13,9 @@ bool is_power_of_two(std::size_t v) { return v != 0 && (v & (v - 1)) == 0; }
 std::size_t megabytes_to_bytes(std::size_t mb) { return mb >= kUnlimited / kMB ? kUnlimited : mb * kMB; }
 
 // PyTorch's own check for the two sizes bounded by the large segment size.
-void at_least_segment(const char* key, std::size_t mb, const OptionContext& c) {
+void at_least_segment(std::size_t mb, const OptionContext& c) {
   if (mb < c.min_segment_mb) {
-    bad_config(std::string("CachingAllocator option ") + key + " too small, must be >= " + std::to_string(c.min_segment_mb));
+    bad_config(std::string("CachingAllocator option ") + c.key + " too small, must be >= " + std::to_string(c.min_segment_mb));
   }
 }
 
@@ -36,7 +36,7 @@ const std::vector<OptionSpec>& allocator_options() {
       {"max_split_size_mb", OptionKind::kMegabytes, false, "unlimited (-1)", ">= `large_segment_size_mb`",
        "blocks this large are never split; cached ones are released first on OOM", "max_split_size",
        [](const OptionValue& v, const OptionContext& c, AllocatorConfig& cfg) {
-         at_least_segment("max_split_size_mb", v.integer, c);
+         at_least_segment(v.integer, c);
          cfg.max_split_size = megabytes_to_bytes(v.integer);
        },
        // In bytes, and -1 when unlimited, as PyTorch's int64 cast shows it.
@@ -46,14 +46,14 @@ const std::vector<OptionSpec>& allocator_options() {
       {"max_non_split_rounding_mb", OptionKind::kMegabytes, false, "`large_segment_size_mb` (20)", ">= `large_segment_size_mb`",
        "how much larger than a request an oversize block may be and still serve it", nullptr,
        [](const OptionValue& v, const OptionContext& c, AllocatorConfig& cfg) {
-         at_least_segment("max_non_split_rounding_mb", v.integer, c);
+         at_least_segment(v.integer, c);
          cfg.max_non_split_rounding_size = megabytes_to_bytes(v.integer);
        },
        nullptr},
       {"large_segment_size_mb", OptionKind::kMegabytes, true, "20", "> 10",
        "segment size for requests of 1..10 MiB (and the default of `max_non_split_rounding_mb`)", nullptr,
-       [](const OptionValue& v, const OptionContext&, AllocatorConfig& cfg) {
-         if (v.integer <= 10) bad_config("large_segment_size_mb must be greater than 10, got " + std::to_string(v.integer));
+       [](const OptionValue& v, const OptionContext& c, AllocatorConfig& cfg) {
+         if (v.integer <= 10) bad_config(std::string(c.key) + " must be greater than 10, got " + std::to_string(v.integer));
          cfg.large_segment_size = v.integer * kMB;
          cfg.max_non_split_rounding_size = cfg.large_segment_size;
        },

@@ -44,6 +44,7 @@ struct SettingValue {
 
 // What apply() may read besides the value: options that bound others are applied first.
 struct OptionContext {
+  const char* key;             // the option's own key, for its messages
   std::size_t min_segment_mb;  // large_segment_size_mb as given, else its default
 };
 
