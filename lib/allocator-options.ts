@@ -9,7 +9,7 @@ const MiB = 2 ** 20;
 let rows: AllocatorOptionRow[] | undefined;
 
 /** The options table's rows, in order. */
-export function allocatorOptions(): readonly AllocatorOptionRow[] {
+function allocatorOptions(): readonly AllocatorOptionRow[] {
   return (rows ??= native.allocatorOptions());
 }
 

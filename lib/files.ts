@@ -6,6 +6,7 @@
 // a reader never sees half a file and a failure leaves nothing behind.
 import { closeSync, constants, fstatSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { SnapshotFileError } from './errors.js';
+import type { ByteSink } from './snapshot/sink.js';
 
 const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
 const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NONBLOCK | constants.O_NOCTTY;
@@ -24,7 +25,6 @@ function readError(path: string, e: NodeJS.ErrnoException): SnapshotFileError {
     return new SnapshotFileError(`${path}: no such file; check the path (relative paths start at ${process.cwd()})`,
       'ERR_CCA_FILE_NOT_FOUND', path, e.code);
   }
-  if (e.code === 'EISDIR') return new SnapshotFileError(`${path} is a directory, not a snapshot file`, 'ERR_CCA_NOT_A_FILE', path, e.code);
   return new SnapshotFileError(`cannot read ${path}: ${e.message}`, 'ERR_CCA_FILE_UNREADABLE', path, e.code);
 }
 
@@ -74,19 +74,13 @@ export function readRegularFile(path: string, maxBytes: number, limitHint: strin
   }
 }
 
-/** Where `replaceFile`'s bytes go. */
-export interface FileWriter {
-  write(bytes: Uint8Array): void;
-  readonly bytesWritten: number;
-}
-
 /**
  * Writes the file at `path` through `fill`, replacing a regular file there. Refuses a
  * target that exists and is not a regular file (ERR_CCA_NOT_A_FILE); a failure to create
  * or rename is ERR_CCA_FILE_UNWRITABLE; whatever fails, nothing is left behind.
  * `onProgress` hears the bytes written so far after each write.
  */
-export function replaceFile(path: string, fill: (out: FileWriter) => void, onProgress?: (bytes: number) => void): number {
+export function replaceFile(path: string, fill: (out: ByteSink) => void, onProgress?: (bytes: number) => void): number {
   let existing: Stats | undefined;
   try {
     existing = statSync(path, { throwIfNoEntry: false });

@@ -12,10 +12,6 @@ namespace cca::binding {
 
 namespace {
 
-std::int64_t reported_max_split(std::size_t max_split_size) {
-  return max_split_size == kUnlimited ? -1 : static_cast<std::int64_t>(max_split_size);
-}
-
 Napi::Value StatKeys(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const auto& keys = stat_keys();
@@ -155,14 +151,13 @@ Napi::Value setting_value(Napi::Env env, const SettingValue& v) {
 // writes a settings dict back as a config string.
 Napi::Value AllocatorOptions(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  static const char* const kKinds[] = {"megabytes", "count", "number", "boolean", "divisions", "word"};
   const auto& options = allocator_options();
   Napi::Array out = Napi::Array::New(env, options.size());
   for (std::size_t i = 0; i < options.size(); ++i) {
     const OptionSpec& o = options[i];
     Napi::Object row = Napi::Object::New(env);
     row.Set("key", o.key);
-    row.Set("kind", kKinds[static_cast<int>(o.kind)]);
+    row.Set("kind", option_kind_name(o.kind));
     row.Set("default", o.default_text);
     row.Set("valid", o.valid_text);
     row.Set("meaning", o.meaning);

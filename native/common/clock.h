@@ -59,7 +59,7 @@ class TickConverter {
     return static_cast<double>(static_cast<std::int64_t>(ticks - p.from_ticks)) * p.us_per_tick + p.from_us;
   }
   std::size_t pieces() const { return count_; }
-  // The current scale (the last piece's), for callers that convert durations.
+  // The last piece's scale (tests check the calibration found one).
   double us_per_tick() const { return count_ == 0 ? 0 : data_[count_ - 1].us_per_tick; }
 
  private:
@@ -81,7 +81,7 @@ class ClockCalibration {
   // as a fresh one, and snapshots in a tight loop do not recalibrate each time. Each
   // recalibration adds at most two pieces.
   TickConverter converter(std::chrono::milliseconds max_age = std::chrono::milliseconds(1000));
-  // Recalibrates now, whatever the age (tests, and the accuracy benchmark).
+  // Recalibrates now, whatever the age (tests, through the binding's clockRecalibrate).
   TickConverter recalibrate();
   // How many calibrations were made (tests check it is not one per snapshot).
   std::uint64_t builds() const;

@@ -5,6 +5,7 @@
 #pragma once
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,5 +36,11 @@ struct AllocatorConfig {
   // The keys of the options table, in its order.
   static const std::vector<std::string>& known_keys();
 };
+
+// max_split_size as PyTorch reports it (the settings dict, the max_split_size stat): in
+// bytes, and -1 when unlimited, as its int64 cast shows it.
+inline std::int64_t reported_max_split(std::size_t max_split_size) {
+  return max_split_size == kUnlimited ? -1 : static_cast<std::int64_t>(max_split_size);
+}
 
 }  // namespace cca

@@ -27,6 +27,18 @@ void no_effect(const OptionValue&, const OptionContext&, AllocatorConfig&) {}
 
 }  // namespace
 
+const char* option_kind_name(OptionKind kind) {
+  switch (kind) {
+    case OptionKind::kMegabytes: return "megabytes";
+    case OptionKind::kCount: return "count";
+    case OptionKind::kNumber: return "number";
+    case OptionKind::kBoolean: return "boolean";
+    case OptionKind::kDivisions: return "divisions";
+    case OptionKind::kWord: return "word";
+  }
+  return "unknown";
+}
+
 [[noreturn]] void bad_config(const std::string& message) {
   throw InvalidArgumentError(message, "ERR_CCA_INVALID_CONFIG");
 }
@@ -39,10 +51,7 @@ const std::vector<OptionSpec>& allocator_options() {
          at_least_segment(v.integer, c);
          cfg.max_split_size = megabytes_to_bytes(v.integer);
        },
-       // In bytes, and -1 when unlimited, as PyTorch's int64 cast shows it.
-       [](const AllocatorConfig& cfg) {
-         return number(cfg.max_split_size == kUnlimited ? -1.0 : static_cast<double>(cfg.max_split_size));
-       }},
+       [](const AllocatorConfig& cfg) { return number(static_cast<double>(reported_max_split(cfg.max_split_size))); }},
       {"max_non_split_rounding_mb", OptionKind::kMegabytes, false, "`large_segment_size_mb` (20)", ">= `large_segment_size_mb`",
        "how much larger than a request an oversize block may be and still serve it", nullptr,
        [](const OptionValue& v, const OptionContext& c, AllocatorConfig& cfg) {

@@ -67,6 +67,9 @@ struct OptionSpec {
 
 const std::vector<OptionSpec>& allocator_options();
 
+// The kind's name as allocatorOptions() reports it (lib/allocator-options.ts reads it).
+const char* option_kind_name(OptionKind kind);
+
 // Throws InvalidArgumentError with code ERR_CCA_INVALID_CONFIG.
 [[noreturn]] void bad_config(const std::string& message);
 
