@@ -2,23 +2,37 @@
 # Runs on the GPU machine (it has CUDA, nvidia-smi and python3 with PyTorch, but no Node):
 # the conformance suites on the real driver, the demo, our benchmarks and PyTorch's, side
 # by side. Prepare with bench/gpu/prepare.sh here, carry .gpu, build, build-tests and dist.
-# Results go to $OUT (or ./gpu-results).
+# Results go to ./gpu-results, and as one gpu-results.tgz into $OUT when the device tool
+# runs it (it brings back at most 8 files). Each step has a time limit of its own, so one
+# that hangs cannot take the others' time.
 set -uo pipefail
-out="${OUT:-gpu-results}"
-mkdir -p "$out"
+out=gpu-results
+rm -rf "$out" && mkdir -p "$out"
 tar xzf .gpu/node.tgz -C /tmp && export PATH=/tmp/package/bin:$PATH
 [ -d node_modules ] || cp -r .gpu/runtime/node_modules node_modules  # the runtime dependencies only
+step() {  # step FILE SECONDS COMMAND...: runs one step, its output and time in FILE
+  local file=$1 limit=$2
+  shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" > "$out/$file" 2>&1
+  echo "[$file: exit $?, $((SECONDS - t0)) s]" | tee -a "$out/$file"
+}
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   node --version
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+  lscpu | grep -E '^(Model name|CPU\(s\))'
+  echo "NVRTC libraries:"; find /usr /opt -name 'libnvrtc.so*' 2>/dev/null | head -8
+  python3 -c 'import ctypes; d = ctypes.CDLL("libcuda.so.1"); print("cuFuncGetParamInfo", hasattr(d, "cuFuncGetParamInfo"), "cuLaunchHostFunc", hasattr(d, "cuLaunchHostFunc"))' 
 } > "$out/machine.txt" 2>&1
-CCA_CONFORMANCE_DRIVER=libcuda.so.1 ./build-tests/cca_core_tests conformance_real_gpu > "$out/conformance.txt" 2>&1
-CCA_DEVICE=cuda node test/conformance/js-backend.mjs > "$out/js_conformance.txt" 2>&1
-CCA_DEVICE=cuda node dist/cli/main.js demo > "$out/demo.txt" 2>&1
-./build-tests/cca_gpu_bench > "$out/gpu_bench.txt" 2>&1
-CCA_DEVICE=cuda node bench/js-alloc-free.mjs > "$out/js_alloc_free.txt" 2>&1
-CCA_DEVICE=cuda node bench/js-snapshot.mjs > "$out/js_snapshot.txt" 2>&1
-python3 bench/gpu/pytorch_compare.py > "$out/pytorch.json" 2> "$out/pytorch.err"
-tail -n +1 "$out"/*.txt "$out"/pytorch.json
+step conformance.txt 120 env CCA_CONFORMANCE_DRIVER=libcuda.so.1 ./build-tests/cca_core_tests conformance_real_gpu
+step js_conformance.txt 120 env CCA_DEVICE=cuda node test/conformance/js-backend.mjs
+step demo.txt 60 env CCA_DEVICE=cuda node dist/cli/main.js demo
+step gpu_bench.txt 120 ./build-tests/cca_gpu_bench
+step js_alloc_free.txt 90 env CCA_DEVICE=cuda node bench/js-alloc-free.mjs
+step js_snapshot.txt 90 env CCA_DEVICE=cuda node bench/js-snapshot.mjs
+step pytorch.txt 90 python3 bench/gpu/pytorch_compare.py
+step pytorch_cpp_pair.txt 240 env CCA_TORCH_EXT_DIR="$(mktemp -d)" python3 bench/gpu/pytorch_cpp_pair.py
+[ -n "${OUT:-}" ] && tar czf "$OUT/gpu-results.tgz" "$out"
+tail -n +1 "$out"/*.txt
