@@ -74,6 +74,31 @@ export interface AllocatorOptionRow {
   setting: string | null;
 }
 
+/** What a kernel was compiled with (the driver's CU_FUNC_ATTRIBUTE_*). */
+export interface KernelAttributes {
+  maxThreadsPerBlock: number;
+  numRegs: number;
+  /** Static shared memory, bytes. */
+  sharedSizeBytes: number;
+  constSizeBytes: number;
+  /** Local memory per thread, bytes. */
+  localSizeBytes: number;
+  /** Dynamic shared memory a launch may ask for now (see setMaxDynamicSharedMemory). */
+  maxDynamicSharedSizeBytes: number;
+  /** major * 10 + minor */
+  ptxVersion: number;
+  /** The SASS architecture, major * 10 + minor. */
+  binaryVersion: number;
+}
+
+export interface LaunchLimits {
+  maxThreadsPerBlock: number;
+  maxBlock: [number, number, number];
+  maxGrid: [number, number, number];
+  /** Dynamic shared memory per block a kernel may opt in to. */
+  maxSharedPerBlockOptin: number;
+}
+
 export interface NativeBinding {
   alloc(device: number, size: number, stream: number, stackId?: number, tagId?: number): number;
   free(device: number, ptr: number, stackId?: number): void;
@@ -102,6 +127,27 @@ export interface NativeBinding {
   /** True when the stream's queued work is done (does not wait). */
   streamQuery(device: number, stream: number): boolean;
   deviceSynchronize(device: number): void;
+
+  moduleLoad(device: number, image: Uint8Array): number;
+  moduleUnload(device: number, module: number): void;
+  /** params: [offset, size] per parameter as compiled, or null when the driver cannot tell. */
+  functionGet(device: number, module: number, name: string): { id: number; params: Float64Array | null; attributes: KernelAttributes };
+  functionAttributes(device: number, fn: number): KernelAttributes;
+  functionSetMaxDynamicShared(device: number, fn: number, bytes: number): void;
+  launchLimits(device: number): LaunchLimits;
+  /** shape: [gx, gy, gz, bx, by, bz, sharedBytes]; uses: [base, offset, bytes] per buffer. */
+  launch(device: number, fn: number, shape: Uint32Array, stream: number, params: Uint8Array, uses: Float64Array,
+    useCount: number, record: boolean): void;
+  eventCreate(device: number, timing: boolean): number;
+  eventRecord(device: number, event: number, stream: number): void;
+  eventQuery(device: number, event: number): boolean;
+  eventSynchronize(device: number, event: number): void;
+  /** Milliseconds from `start` to `end`. */
+  eventElapsed(device: number, start: number, end: number): number;
+  eventDestroy(device: number, event: number): void;
+  streamWaitEvent(device: number, stream: number, event: number): void;
+  /** Resolves once the work queued on the stream so far is done. */
+  streamDone(device: number, stream: number): Promise<void>;
 
   statKeys(): string[];
   /** The stat values in statKeys() order; fills `into` when it has the right length. */

@@ -7,6 +7,7 @@ import type { Stream } from './stream.js';
 import { generation } from './generation.js';
 import { capture, sampleStack } from './history/record.js';
 import { stacks } from './history/stack-store.js';
+import { BufferView } from './compute/buffer-view.js';
 
 // Only cuda.alloc() holds this: a DeviceBuffer cannot be made by hand (`new DeviceBuffer(ptr,
 // 1e9, ...)` would otherwise pass every TypeScript check). The addon refuses a forged range
@@ -90,6 +91,18 @@ export class DeviceBuffer {
     bytes = bytes === undefined ? this.size - offset : checkInteger('bytes', bytes, 0, this.size - offset);
     if (bytes > 0) native.fill(this.device, this.ptr, offset, value, bytes);
     return this;
+  }
+
+  /**
+   * A range of this buffer, `bytes` long (default: to the end) from `offset`, to pass to a
+   * kernel in place of the whole buffer: the kernel gets the range's address; the launch
+   * checks the range against the buffer and records the buffer on its stream.
+   */
+  view(offset: number, bytes?: number): BufferView {
+    DeviceBuffer.#assertLive(this, 'view');
+    checkInteger('offset', offset, 0, this.size);
+    const length = bytes === undefined ? this.size - offset : checkInteger('bytes', bytes, 0, this.size - offset);
+    return new BufferView(this, offset, length);
   }
 
   #checkSpan(op: string, view: unknown, offset: number): void {

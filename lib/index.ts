@@ -1,6 +1,7 @@
 // The package entry: re-exports only.
 export * as memory from './memory.js';
 export * as cuda from './cuda.js';
+export * as compute from './compute/index.js';
 export * as analysis from './analysis/index.js';
 export * as monitoring from './monitoring/index.js';
 export { DeviceBuffer } from './device-buffer.js';

@@ -91,6 +91,44 @@ export class Stream {
     return native.streamQuery(this.device, this.handle);
   }
 
+  /**
+   * Makes the work queued on this stream from now on wait for `event`'s work (the host
+   * does not wait). The event is any cuda Event of this device (lib/compute/event.ts).
+   */
+  waitEvent(event: { device: number }): void {
+    Stream.#assertUsable(this, 'stream');
+    const handle = eventHandle(event, 'event');
+    if (event.device !== this.device) {
+      throw new InvalidArgumentError(`event is on device ${event.device} but the stream is on device ${this.device}`,
+        'ERR_CCA_DEVICE_MISMATCH');
+    }
+    native.streamWaitEvent(this.device, this.handle, handle);
+  }
+
+  /** Makes the work queued on this stream from now on wait for the work queued on `other` so far. */
+  waitStream(other: Stream): void {
+    Stream.#assertUsable(this, 'stream');
+    Stream.#assertUsable(other, 'other');
+    if (other.device !== this.device) {
+      throw new InvalidArgumentError(`other is on device ${other.device} but this stream is on device ${this.device}`,
+        'ERR_CCA_DEVICE_MISMATCH');
+    }
+    if (other.handle === this.handle) return;
+    const event = native.eventCreate(this.device, false);
+    try {
+      native.eventRecord(this.device, event, other.handle);
+      native.streamWaitEvent(this.device, this.handle, event);
+    } finally {
+      native.eventDestroy(this.device, event);  // the wait keeps what it stands for
+    }
+  }
+
+  /** Resolves once the work queued on this stream so far is done, without blocking the event loop. */
+  done(): Promise<void> {
+    Stream.#assertUsable(this, 'stream');
+    return native.streamDone(this.device, this.handle);
+  }
+
   /** Destroys the stream after waiting for its work. The default stream cannot be destroyed. */
   destroy(): void {
     Stream.#assertUsable(this, 'stream');
@@ -104,6 +142,16 @@ export class Stream {
   [Symbol.dispose](): void {
     if (!this.#destroyed && this.handle !== 0) this.destroy();
   }
+}
+
+// Events live in lib/compute/event.ts, which imports this module; it hands its handle
+// reader here at load, so a stream needs no import of it.
+let eventHandle: (event: unknown, name: string) => number = () => {
+  throw new InvalidArgumentError('no Event class is loaded', 'ERR_CCA_INVALID_EVENT');
+};
+/** @internal */
+export function setEventHandleReader(read: (event: unknown, name: string) => number): void {
+  eventHandle = read;
 }
 
 const defaults = new Map<number, Stream>();

@@ -3,7 +3,9 @@
 
 #include "addon_state.h"
 #include "allocation_functions.h"
+#include "compute_functions.h"
 #include "copy_functions.h"
+#include "event_functions.h"
 #include "history_functions.h"
 #include "mem_pool_functions.h"
 #include "memory_functions.h"
@@ -23,6 +25,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   cca::binding::register_mem_pool_functions(env, exports);
   cca::binding::register_copy_functions(env, exports);
   cca::binding::register_replay_functions(env, exports);
+  cca::binding::register_compute_functions(env, exports);
+  cca::binding::register_event_functions(env, exports);
   return exports;
 }
 

@@ -58,4 +58,26 @@ inline std::string string_arg(const Napi::CallbackInfo& info, std::size_t i, con
   return info[i].As<Napi::String>().Utf8Value();
 }
 
+// The bytes of a TypedArray (or Buffer) argument, in place.
+struct Span {
+  unsigned char* data;
+  std::size_t bytes;
+};
+
+inline Span bytes_arg(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
+  if (i >= info.Length() || !info[i].IsTypedArray()) {
+    throw InvalidArgumentError(std::string("Expected a TypedArray or Buffer for ") + name, "ERR_INVALID_ARG_TYPE");
+  }
+  Napi::TypedArray t = info[i].As<Napi::TypedArray>();
+  Napi::ArrayBuffer buf = t.ArrayBuffer();
+  return Span{static_cast<unsigned char*>(buf.Data()) + t.ByteOffset(), t.ByteLength()};
+}
+
+inline bool bool_arg(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
+  if (i >= info.Length() || !info[i].IsBoolean()) {
+    throw InvalidArgumentError(std::string("Expected a boolean for ") + name, "ERR_INVALID_ARG_TYPE");
+  }
+  return info[i].As<Napi::Boolean>().Value();
+}
+
 }  // namespace cca::binding

@@ -12,25 +12,11 @@ namespace cca::binding {
 
 namespace {
 
-struct Span {
-  unsigned char* data;
-  std::size_t bytes;
-};
-
-Span bytes_of(const Napi::CallbackInfo& info, std::size_t i) {
-  if (i >= info.Length() || !info[i].IsTypedArray()) {
-    throw InvalidArgumentError("Expected a TypedArray or Buffer", "ERR_INVALID_ARG_TYPE");
-  }
-  Napi::TypedArray t = info[i].As<Napi::TypedArray>();
-  Napi::ArrayBuffer buf = t.ArrayBuffer();
-  return Span{static_cast<unsigned char*>(buf.Data()) + t.ByteOffset(), t.ByteLength()};
-}
-
 // copyHtoD(device, base, offset, typedArray)
 Napi::Value CopyHtoD(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceCachingAllocator& a = runtime(info).allocator(device_arg(info, 0));
-  const Span src = bytes_of(info, 3);
+  const Span src = bytes_arg(info, 3, "array");
   a.copy_to_device(u64_arg(info, 1, "base"), u64_arg(info, 2, "offset"), src.data, src.bytes);
   return env.Undefined();
 }
@@ -39,7 +25,7 @@ Napi::Value CopyHtoD(const Napi::CallbackInfo& info) {
 Napi::Value CopyDtoH(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceCachingAllocator& a = runtime(info).allocator(device_arg(info, 0));
-  const Span dst = bytes_of(info, 3);
+  const Span dst = bytes_arg(info, 3, "array");
   a.copy_to_host(dst.data, u64_arg(info, 1, "base"), u64_arg(info, 2, "offset"), dst.bytes);
   return env.Undefined();
 }

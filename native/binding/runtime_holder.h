@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../allocator/policy/runtime.h"
+#include "../runtime/runtime.h"
 #include "../device/sim/sim_device.h"
 
 namespace cca::binding {

@@ -64,8 +64,8 @@ class InvalidPointerError : public AllocatorError {
 // The device failed in a way that releasing the cache cannot fix.
 class DeviceError : public AllocatorError {
  public:
-  explicit DeviceError(const std::string& message)
-      : AllocatorError("ERR_CCA_DEVICE", message, ErrorKind::kDevice) {}
+  explicit DeviceError(const std::string& message, std::string code = "ERR_CCA_DEVICE")
+      : AllocatorError(std::move(code), message, ErrorKind::kDevice) {}
 };
 
 // The numbers of an out-of-memory error, described once: X(member, JS name). Every field

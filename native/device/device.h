@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "../common/errors.h"
 #include "../common/types.h"
 
 namespace cca {
@@ -20,6 +21,11 @@ enum class Status {
   kNotReady,      // an event or stream has work outstanding
   kInvalidValue,  // an unknown handle or a bad argument reached the backend
   kError,         // any other device failure: the allocator turns it into a DeviceError
+  kNotFound,      // a named thing (a kernel in a module) does not exist
+  kUnsupported,   // this backend or driver cannot do it (no kernels on the simulator)
+  // A kernel faulted (illegal address, trap, assert): the context is unusable and every
+  // later call on it fails the same way, as a real driver's sticky errors do.
+  kFault,
 };
 
 const char* status_name(Status s);
@@ -64,11 +70,24 @@ class Device {
   virtual Status event_query(EventId event) = 0;  // kOk when complete, kNotReady otherwise
   virtual Status event_synchronize(EventId event) = 0;
   virtual Status event_destroy(EventId event) = 0;
+
+  // For user code, beside the allocator's own events: an event that also records when its
+  // work completed, the milliseconds between two such events (kNotReady until both are
+  // complete, kInvalidValue for an event made by event_create), a stream that waits for
+  // an event before its later work, and a host function run once the work queued before it
+  // is done (on a thread of the backend's choosing; it must not call the device).
+  virtual Status event_create_timed(EventId* out) = 0;
+  virtual Status event_elapsed_ms(EventId start, EventId end, float* ms) = 0;
+  virtual Status stream_wait_event(StreamId stream, EventId event) = 0;
+  virtual Status stream_add_callback(StreamId stream, void (*fn)(void*), void* data) = 0;
 };
 
 // "WHAT failed on device N: STATUS (the backend's last error)": the one wording of every
-// DeviceError.
+// DeviceError; after a kernel fault it adds that the context is lost.
 std::string device_failure(const Device& device, const std::string& what, Status s);
+// The DeviceError for a failed device call: ERR_CCA_DEVICE_FAULT after a kernel fault (the
+// process must restart to use the GPU again), ERR_CCA_DEVICE otherwise.
+DeviceError device_error(const Device& device, const std::string& what, Status s);
 
 // Copies and fills of one device, queued on `stream` (the caller synchronizes before
 // reusing host memory). `dst`/`src` ranges must lie inside one live allocation: only the
@@ -81,6 +100,8 @@ class CopyEngine {
   virtual Status memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) = 0;
 };
 
+class KernelEngine;  // kernels.h
+
 // A set of devices of one backend.
 class Platform {
  public:
@@ -89,6 +110,8 @@ class Platform {
   virtual int device_count() const = 0;
   virtual Device& device(int index) = 0;
   virtual CopyEngine& copy_engine(int index) = 0;
+  // The device's kernel engine, or nullptr where the backend runs no kernels (the sim).
+  virtual KernelEngine* kernel_engine(int /*index*/) { return nullptr; }
 };
 
 }  // namespace cca

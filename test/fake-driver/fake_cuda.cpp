@@ -7,6 +7,8 @@
 // FAKE_CUDA_CAPACITY_MB (default 256), FAKE_CUDA_INIT_ERROR (a CUresult cuInit returns).
 // Switches (exported, for tests): fake_cuda_fail_next_allocs(n), fake_cuda_fail_next_event_queries(n),
 // fake_cuda_hold_stream(stream, held), fake_cuda_complete_stream(stream), fake_cuda_live_allocations().
+// This file holds devices and memory; streams and events are in fake_streams.cpp, modules
+// and kernels (CPU functions) in fake_kernels.cpp, their shared state in fake_state.h.
 #include <sys/mman.h>
 
 #include <atomic>
@@ -18,27 +20,25 @@
 #include <string>
 #include <vector>
 
-namespace {
+#include "fake_state.h"
 
-using CUresult = int;
-constexpr CUresult kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kNotInitialized = 3, kNoDevice = 100,
-                   kInvalidDevice = 101, kInvalidHandle = 400, kNotReady = 600, kLaunchFailed = 719;
+namespace fake {
+std::mutex& mu = *new std::mutex;
+std::set<Stream*>& streams = *new std::set<Stream*>;
+std::set<Event*>& events = *new std::set<Event*>;
+Stream& default_stream = *new Stream;
+thread_local int current_device = -1;
+CUresult sticky = kSuccess;
+}  // namespace fake
+
+using namespace fake;
+
+namespace {
 
 struct Ctx {
   int device;
 };
-struct Stream {
-  int device;
-  bool held = false;
-};
-struct Event {
-  Stream* stream = nullptr;  // nullptr: the default stream
-  bool pending = false;
-};
 
-// Heap-allocated and never destroyed, like a real driver's state: a caller releasing
-// memory during process exit must not find these already torn down.
-std::mutex& mu = *new std::mutex;
 bool initialized = false;
 int device_count = 1;
 std::size_t capacity = std::size_t{256} << 20;
@@ -46,13 +46,7 @@ std::vector<Ctx>& contexts = *new std::vector<Ctx>;
 std::vector<std::size_t>& used = *new std::vector<std::size_t>;
 std::map<unsigned long long, std::pair<int, std::size_t>>& allocations =
     *new std::map<unsigned long long, std::pair<int, std::size_t>>;  // ptr -> (device, size)
-std::set<Stream*>& streams = *new std::set<Stream*>;
-std::set<Event*>& events = *new std::set<Event*>;
 int fail_allocs = 0;
-int fail_queries = 0;
-thread_local int current_device = -1;
-
-bool default_held = false;
 
 // Takes `size` bytes of the current device's capacity, honouring injected failures; the
 // caller holds `mu`. Shared by cuMemAlloc and cuMemCreate.
@@ -75,7 +69,6 @@ std::size_t env_size(const char* name, std::size_t fallback) {
 
 }  // namespace
 
-#define FAKE extern "C" __attribute__((visibility("default")))
 
 FAKE CUresult cuInit(unsigned) {
   std::lock_guard<std::mutex> lock(mu);
@@ -105,6 +98,9 @@ FAKE CUresult cuGetErrorName(CUresult r, const char** s) {
     case kInvalidHandle: *s = "CUDA_ERROR_INVALID_HANDLE"; break;
     case kNotReady: *s = "CUDA_ERROR_NOT_READY"; break;
     case kLaunchFailed: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
+    case kInvalidImage: *s = "CUDA_ERROR_INVALID_IMAGE"; break;
+    case kNotFound: *s = "CUDA_ERROR_NOT_FOUND"; break;
+    case kIllegalAddress: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
     default: *s = nullptr; return kInvalidValue;
   }
   return kSuccess;
@@ -140,7 +136,18 @@ FAKE CUresult cuDeviceTotalMem_v2(std::size_t* bytes, int) {
 }
 
 FAKE CUresult cuDeviceGetAttribute(int* v, int attr, int) {
-  *v = attr == 75 ? 9 : attr == 76 ? 0 : 0;  // compute capability 9.0, like an H100
+  // Like an H100: compute capability 9.0 and its launch limits.
+  switch (attr) {
+    case 75: *v = 9; break;
+    case 76: *v = 0; break;
+    case 1: *v = 1024; break;                   // max threads per block
+    case 2: case 3: *v = 1024; break;           // max block x, y
+    case 4: *v = 64; break;                     // max block z
+    case 5: *v = 2147483647; break;             // max grid x
+    case 6: case 7: *v = 65535; break;          // max grid y, z
+    case 97: *v = 232448; break;                // shared memory per block, opted in
+    default: *v = 0;
+  }
   return kSuccess;
 }
 
@@ -160,12 +167,15 @@ FAKE CUresult cuCtxSetCurrent(void* ctx) {
 
 FAKE CUresult cuCtxSynchronize() {
   std::lock_guard<std::mutex> lock(mu);
-  for (Event* e : events) e->pending = false;
+  complete(&default_stream);
+  for (Stream* st : streams) complete(st);
+  FAKE_STICKY();
   return kSuccess;
 }
 
 FAKE CUresult cuMemAlloc_v2(unsigned long long* p, std::size_t size) {
   std::lock_guard<std::mutex> lock(mu);
+  FAKE_STICKY();
   if (CUresult r = take_capacity(size); r != kSuccess) return r;
   void* mem = std::aligned_alloc(512, (size + 511) / 512 * 512);
   if (mem == nullptr) {
@@ -179,6 +189,7 @@ FAKE CUresult cuMemAlloc_v2(unsigned long long* p, std::size_t size) {
 
 FAKE CUresult cuMemFree_v2(unsigned long long p) {
   std::lock_guard<std::mutex> lock(mu);
+  FAKE_STICKY();
   auto it = allocations.find(p);
   if (it == allocations.end()) return kInvalidValue;
   used[static_cast<std::size_t>(it->second.first)] -= it->second.second;
@@ -226,8 +237,10 @@ bool mapped_span(unsigned long long p, std::size_t n) {
   return false;
 }
 
+}  // namespace
+
 // Whether [p, p + n) lies inside one live allocation or mapped VMM memory.
-bool inside(unsigned long long p, std::size_t n) {
+bool fake::inside(unsigned long long p, std::size_t n) {
   auto it = allocations.upper_bound(p);
   if (it != allocations.begin()) {
     --it;
@@ -235,116 +248,35 @@ bool inside(unsigned long long p, std::size_t n) {
   }
   return mapped_span(p, n);
 }
-bool known_stream(void* s) { return s == nullptr || streams.count(static_cast<Stream*>(s)) > 0; }
-}  // namespace
 
+// Copies and fills run in stream order, like the driver's; the allocator waits for them.
 FAKE CUresult cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, std::size_t n, void* s) {
   std::lock_guard<std::mutex> lock(mu);
-  if (!known_stream(s)) return kInvalidHandle;
+  FAKE_STICKY();
+  Stream* st = stream_of(s);
+  if (st == nullptr) return kInvalidHandle;
   if (!inside(dst, n)) return kInvalidValue;
-  std::memcpy(reinterpret_cast<void*>(dst), src, n);
+  enqueue(st, Op{[=] { std::memcpy(reinterpret_cast<void*>(dst), src, n); }});
   return kSuccess;
 }
 
 FAKE CUresult cuMemcpyDtoHAsync_v2(void* dst, unsigned long long src, std::size_t n, void* s) {
   std::lock_guard<std::mutex> lock(mu);
-  if (!known_stream(s)) return kInvalidHandle;
+  FAKE_STICKY();
+  Stream* st = stream_of(s);
+  if (st == nullptr) return kInvalidHandle;
   if (!inside(src, n)) return kInvalidValue;
-  std::memcpy(dst, reinterpret_cast<void*>(src), n);
+  enqueue(st, Op{[=] { std::memcpy(dst, reinterpret_cast<const void*>(src), n); }});
   return kSuccess;
 }
 
 FAKE CUresult cuMemsetD8Async(unsigned long long dst, unsigned char v, std::size_t n, void* s) {
   std::lock_guard<std::mutex> lock(mu);
-  if (!known_stream(s)) return kInvalidHandle;
+  FAKE_STICKY();
+  Stream* st = stream_of(s);
+  if (st == nullptr) return kInvalidHandle;
   if (!inside(dst, n)) return kInvalidValue;
-  std::memset(reinterpret_cast<void*>(dst), v, n);
-  return kSuccess;
-}
-
-FAKE CUresult cuStreamCreate(void** s, unsigned) {
-  std::lock_guard<std::mutex> lock(mu);
-  auto* st = new Stream{current_device};
-  streams.insert(st);
-  *s = st;
-  return kSuccess;
-}
-
-FAKE CUresult cuStreamDestroy_v2(void* s) {
-  std::lock_guard<std::mutex> lock(mu);
-  auto* st = static_cast<Stream*>(s);
-  if (!streams.erase(st)) return kInvalidHandle;
-  for (Event* e : events) {
-    if (e->stream == st) {
-      e->pending = false;  // queued work still completes
-      e->stream = nullptr;
-    }
-  }
-  delete st;
-  return kSuccess;
-}
-
-FAKE CUresult cuStreamSynchronize(void* s) {
-  std::lock_guard<std::mutex> lock(mu);
-  if (!known_stream(s)) return kInvalidHandle;
-  for (Event* e : events) {
-    if (e->stream == s) e->pending = false;
-  }
-  return kSuccess;
-}
-
-FAKE CUresult cuStreamQuery(void* s) {
-  std::lock_guard<std::mutex> lock(mu);
-  for (Event* e : events) {
-    if (e->stream == s && e->pending) return kNotReady;
-  }
-  return kSuccess;
-}
-
-FAKE CUresult cuEventCreate(void** e, unsigned) {
-  std::lock_guard<std::mutex> lock(mu);
-  auto* ev = new Event{};
-  events.insert(ev);
-  *e = ev;
-  return kSuccess;
-}
-
-FAKE CUresult cuEventRecord(void* e, void* s) {
-  std::lock_guard<std::mutex> lock(mu);
-  auto* ev = static_cast<Event*>(e);
-  if (!events.count(ev)) return kInvalidHandle;
-  if (!known_stream(s)) return kInvalidHandle;
-  ev->stream = static_cast<Stream*>(s);
-  ev->pending = s ? static_cast<Stream*>(s)->held : default_held;
-  return kSuccess;
-}
-
-FAKE CUresult cuEventQuery(void* e) {
-  std::lock_guard<std::mutex> lock(mu);
-  if (fail_queries > 0) {
-    --fail_queries;
-    return kLaunchFailed;
-  }
-  auto* ev = static_cast<Event*>(e);
-  if (!events.count(ev)) return kInvalidHandle;
-  return ev->pending ? kNotReady : kSuccess;
-}
-
-FAKE CUresult cuEventSynchronize(void* e) {
-  std::lock_guard<std::mutex> lock(mu);
-  auto* ev = static_cast<Event*>(e);
-  if (!events.count(ev)) return kInvalidHandle;
-  for (Event* other : events) {
-    if (other->stream == ev->stream) other->pending = false;  // the stream caught up
-  }
-  return kSuccess;
-}
-
-FAKE CUresult cuEventDestroy_v2(void* e) {
-  std::lock_guard<std::mutex> lock(mu);
-  auto* ev = static_cast<Event*>(e);
-  if (!events.erase(ev)) return kInvalidHandle;
-  delete ev;
+  enqueue(st, Op{[=] { std::memset(reinterpret_cast<void*>(dst), v, n); }});
   return kSuccess;
 }
 
@@ -415,24 +347,6 @@ FAKE CUresult cuMemUnmap(unsigned long long at, std::size_t size) {
 FAKE void fake_cuda_fail_next_allocs(int n) {
   std::lock_guard<std::mutex> lock(mu);
   fail_allocs = n;
-}
-FAKE void fake_cuda_fail_next_event_queries(int n) {
-  std::lock_guard<std::mutex> lock(mu);
-  fail_queries = n;
-}
-FAKE void fake_cuda_hold_stream(void* s, int held) {
-  std::lock_guard<std::mutex> lock(mu);
-  if (s == nullptr) {
-    default_held = held != 0;
-  } else if (streams.count(static_cast<Stream*>(s))) {
-    static_cast<Stream*>(s)->held = held != 0;
-  }
-}
-FAKE void fake_cuda_complete_stream(void* s) {
-  std::lock_guard<std::mutex> lock(mu);
-  for (Event* e : events) {
-    if (e->stream == s) e->pending = false;
-  }
 }
 FAKE std::size_t fake_cuda_live_allocations() {
   std::lock_guard<std::mutex> lock(mu);

@@ -1,9 +1,11 @@
 # The layers' include rule, checked on every file under native/ (a ctest: cmake -P).
 # A file may include its own layer and the layers below it:
-#   common  <- device, state, policy, binding
-#   device  <- policy, binding (the binding not device/cuda/: it asks device/select)
-#   state   <- policy, binding
-#   policy  <- binding
+#   common  <- device, state, policy, compute, runtime, binding
+#   device  <- policy, compute, runtime, binding (the binding not device/cuda/: it asks device/select)
+#   state   <- policy, compute, runtime, binding
+#   policy  <- compute, runtime, binding
+#   compute <- runtime, binding
+#   runtime <- binding
 # The libraries link the same way (CMakeLists.txt), so a call upward does not link either.
 cmake_minimum_required(VERSION 3.15)
 get_filename_component(native "${CMAKE_CURRENT_LIST_DIR}/../../native" ABSOLUTE)
@@ -20,6 +22,10 @@ function(layer_of path out)
     set(${out} state PARENT_SCOPE)
   elseif(rel MATCHES "^allocator/policy/")
     set(${out} policy PARENT_SCOPE)
+  elseif(rel MATCHES "^compute/")
+    set(${out} compute PARENT_SCOPE)
+  elseif(rel MATCHES "^runtime/")
+    set(${out} runtime PARENT_SCOPE)
   elseif(rel MATCHES "^binding/")
     set(${out} binding PARENT_SCOPE)
   else()
@@ -32,7 +38,9 @@ set(allowed_device common device device-cuda)
 set(allowed_device-cuda common device device-cuda)
 set(allowed_state common state)
 set(allowed_policy common device device-cuda state policy)
-set(allowed_binding common device state policy binding)
+set(allowed_compute common device state policy compute)
+set(allowed_runtime common device state policy compute runtime)
+set(allowed_binding common device state policy compute runtime binding)
 
 file(GLOB_RECURSE files "${native}/*.h" "${native}/*.cpp")
 set(bad "")

@@ -6,7 +6,7 @@ namespace cca {
 
 void DeviceCachingAllocator::mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) {
   Status s = device_.mem_get_info(free_bytes, total_bytes);
-  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaMemGetInfo", s));
+  if (s != Status::kOk) throw device_error(device_, "cudaMemGetInfo", s);
 }
 
 std::size_t DeviceCachingAllocator::release_owner(std::uint32_t owner) {

@@ -12,7 +12,7 @@ void DeviceCachingAllocator::set_memory_fraction(double fraction) {
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
   Status s = device_.mem_get_info(&free_bytes, &total_bytes);
-  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaMemGetInfo", s));
+  if (s != Status::kOk) throw device_error(device_, "cudaMemGetInfo", s);
   std::lock_guard<std::mutex> lock(mu_);
   fraction_ = fraction;
   fraction_set_ = true;

@@ -8,7 +8,7 @@ StreamId DeviceCachingAllocator::create_stream() {
   std::lock_guard<std::mutex> lock(mu_);
   StreamId id = 0;
   Status s = device_.stream_create(&id);
-  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaStreamCreate", s));
+  if (s != Status::kOk) throw device_error(device_, "cudaStreamCreate", s);
   streams_.insert(id);
   return id;
 }
@@ -21,7 +21,7 @@ void DeviceCachingAllocator::destroy_stream(StreamId stream) {
   // and free() never records an event on a stream that no longer exists.
   Status s = device_.stream_synchronize(stream);
   if (s == Status::kOk) s = device_.stream_destroy(stream);
-  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaStreamDestroy", s));
+  if (s != Status::kOk) throw device_error(device_, "cudaStreamDestroy", s);
   streams_.erase(stream);
   ledger_.stream_destroyed(stream);
   process_events();
@@ -32,7 +32,7 @@ void DeviceCachingAllocator::synchronize_stream(StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
   check_stream(stream);
   Status s = device_.stream_synchronize(stream);
-  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaStreamSynchronize", s));
+  if (s != Status::kOk) throw device_error(device_, "cudaStreamSynchronize", s);
   process_events();
 }
 
@@ -41,14 +41,14 @@ bool DeviceCachingAllocator::query_stream(StreamId stream) {
   check_stream(stream);
   Status s = device_.stream_query(stream);
   if (s == Status::kNotReady) return false;
-  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaStreamQuery", s));
+  if (s != Status::kOk) throw device_error(device_, "cudaStreamQuery", s);
   return true;
 }
 
 void DeviceCachingAllocator::synchronize() {
   std::lock_guard<std::mutex> lock(mu_);
   Status s = device_.device_synchronize();
-  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaDeviceSynchronize", s));
+  if (s != Status::kOk) throw device_error(device_, "cudaDeviceSynchronize", s);
   process_events();
 }
 

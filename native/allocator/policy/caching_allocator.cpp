@@ -195,7 +195,7 @@ bool DeviceCachingAllocator::alloc_block(AllocParams& p, bool is_retry) {
     p.device_status = s;
     return false;
   }
-  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaMalloc of " + format_size(size), s));
+  if (s != Status::kOk) throw device_error(device_, "cudaMalloc of " + format_size(size), s);
   p.block = ledger_.segment_allocated(ptr, size, *p.pool, p.stream, is_oversize(size, config_), p.ctx.stack);
   p.block_in_free_set = false;
   return true;

@@ -42,6 +42,13 @@ struct PlacedBlock {
   std::uint64_t requested = 0;
 };
 
+// A range of a live allocation that queued device work will read or write.
+struct BufferUse {
+  DevicePtr base = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t bytes = 0;
+};
+
 class DeviceCachingAllocator {
  public:
   // `copies` serves copy_to_device/copy_to_host/fill; without one they throw.
@@ -109,6 +116,15 @@ class DeviceCachingAllocator {
   void require_live_stream(StreamId stream) const;
   // Makes the block wait, when freed, for the work queued on `stream` so far.
   void record_stream(DevicePtr ptr, StreamId stream);
+  // Device work that names allocations (a kernel launch; device_work.cpp): checks that
+  // `stream` is live and each range lies inside a live allocation, records each allocation
+  // made on another stream as used on `stream` when `record` is set (so its memory waits for
+  // this work when freed), then calls enqueue(context), all under the allocator's lock, so no
+  // range can be freed and handed out again between the check and the queuing. A failed
+  // enqueue throws its DeviceError, naming `what`; a bad range throws before anything changed.
+  using EnqueueWork = Status (*)(void* context);
+  void enqueue_on_buffers(StreamId stream, const BufferUse* uses, std::size_t count, bool record, const char* what,
+                          EnqueueWork enqueue, void* context);
   // Waits for all pending frees, then returns every unsplit free block to the device.
   void empty_cache();
 

@@ -39,7 +39,7 @@ CopyEngine& DeviceCachingAllocator::copy_engine(const char* what) const {
 
 void DeviceCachingAllocator::finish_copy(Status s, StreamId stream, const char* what) {
   if (s == Status::kOk) s = device_.stream_synchronize(stream);
-  if (s != Status::kOk) throw DeviceError(device_failure(device_, what, s));
+  if (s != Status::kOk) throw device_error(device_, what, s);
 }
 
 void DeviceCachingAllocator::copy_to_device(DevicePtr base, std::uint64_t offset, const void* src,

@@ -65,7 +65,7 @@ bool DeviceCachingAllocator::map_block(const Block* to_map, std::size_t size, co
     const Status s = device_.map_memory(seg.ptr + (first + i) * page, page, &handle);
     if (s != Status::kOk) {
       for (std::size_t j = 0; j < handles.size(); ++j) device_.unmap_memory(seg.ptr + (first + j) * page, page, handles[j]);
-      if (s != Status::kOutOfMemory) throw DeviceError(device_failure(device_, "mapping expandable segment memory", s));
+      if (s != Status::kOutOfMemory) throw device_error(device_, "mapping expandable segment memory", s);
       return false;
     }
     handles.push_back(handle);
@@ -111,14 +111,14 @@ void DeviceCachingAllocator::unmap_block(const Block* block) {
     // `block` is now the unmapped range (merged with unmapped neighbours).
     if (!block->is_split()) release_expandable_segment(block);
   }
-  if (failure != Status::kOk) throw DeviceError(device_failure(device_, "unmapping expandable segment memory", failure));
+  if (failure != Status::kOk) throw device_error(device_, "unmapping expandable segment memory", failure);
 }
 
 // `block` is unmapped and spans its whole segment: give the address range back.
 void DeviceCachingAllocator::release_expandable_segment(const Block* block) {
   const Segment& seg = *block->segment;
   const Status s = device_.release_address(seg.ptr, seg.size);
-  if (s != Status::kOk) throw DeviceError(device_failure(device_, "releasing an expandable segment's address range", s));
+  if (s != Status::kOk) throw device_error(device_, "releasing an expandable segment's address range", s);
   ledger_.expandable_released(block);
 }
 

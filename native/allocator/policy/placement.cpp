@@ -53,7 +53,7 @@ std::vector<DevicePtr> DeviceCachingAllocator::place_segment(std::size_t size, S
     p.pool = &bp;
     throw_oom(p, lock);
   }
-  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaMalloc of " + format_size(size), s));
+  if (s != Status::kOk) throw device_error(device_, "cudaMalloc of " + format_size(size), s);
 
   // From the front: a gap is handed out (and given back below) so the next live block starts
   // at its offset; each hand-out splits its front off `rest`, which keeps the remainder.

@@ -85,7 +85,7 @@ void DeviceCachingAllocator::release_free_blocks(const BlockPool& pool) {
 // `block` is free, unsplit (it spans its whole segment) and in its pool's free set.
 void DeviceCachingAllocator::release_segment(const Block* block) {
   const Status s = device_.free(block->segment->ptr);
-  if (s != Status::kOk) throw DeviceError(device_failure(device_, "cudaFree", s));
+  if (s != Status::kOk) throw device_error(device_, "cudaFree", s);
   ledger_.segment_released(block);
 }
 

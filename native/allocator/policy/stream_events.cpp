@@ -11,7 +11,7 @@ StreamEvents::~StreamEvents() {
   for (EventId e : spare_events_) device_.event_destroy(e);
 }
 
-void StreamEvents::fail(const char* what, Status s) const { throw DeviceError(device_failure(device_, what, s)); }
+void StreamEvents::fail(const char* what, Status s) const { throw device_error(device_, what, s); }
 
 int StreamEvents::record(const Block* block, const std::vector<StreamId>& streams) {
   std::vector<EventId> recorded;

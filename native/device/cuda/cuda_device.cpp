@@ -11,6 +11,10 @@ thread_local cu::CUcontext t_current = nullptr;  // avoids a driver call per ope
 
 cu::CUstream as_stream(StreamId s) { return reinterpret_cast<cu::CUstream>(static_cast<std::uintptr_t>(s)); }
 cu::CUevent as_event(EventId e) { return reinterpret_cast<cu::CUevent>(static_cast<std::uintptr_t>(e)); }
+cu::CUmodule as_module(ModuleId m) { return reinterpret_cast<cu::CUmodule>(static_cast<std::uintptr_t>(m)); }
+cu::CUfunction as_function(FunctionId f) { return reinterpret_cast<cu::CUfunction>(static_cast<std::uintptr_t>(f)); }
+template <class T>
+std::uint64_t handle_id(T* p) { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p)); }
 
 }  // namespace
 
@@ -37,7 +41,21 @@ Status CudaDevice::check(cu::CUresult r, const char* call) {
     case cu::CUDA_ERROR_OUT_OF_MEMORY: return Status::kOutOfMemory;
     case cu::CUDA_ERROR_NOT_READY: return Status::kNotReady;
     case cu::CUDA_ERROR_INVALID_VALUE:
-    case cu::CUDA_ERROR_INVALID_HANDLE: return Status::kInvalidValue;
+    case cu::CUDA_ERROR_INVALID_HANDLE:
+    case cu::CUDA_ERROR_INVALID_IMAGE:
+    case cu::CUDA_ERROR_NO_BINARY_FOR_GPU:
+    case cu::CUDA_ERROR_INVALID_PTX:
+    case cu::CUDA_ERROR_UNSUPPORTED_PTX_VERSION: return Status::kInvalidValue;
+    case cu::CUDA_ERROR_NOT_FOUND: return Status::kNotFound;
+    case cu::CUDA_ERROR_NOT_SUPPORTED: return Status::kUnsupported;
+    case cu::CUDA_ERROR_ILLEGAL_ADDRESS:
+    case cu::CUDA_ERROR_ASSERT:
+    case cu::CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case cu::CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case cu::CUDA_ERROR_MISALIGNED_ADDRESS:
+    case cu::CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case cu::CUDA_ERROR_INVALID_PC:
+    case cu::CUDA_ERROR_LAUNCH_FAILED: return Status::kFault;
     default: return Status::kError;
   }
 }
@@ -144,6 +162,123 @@ Status CudaDevice::event_synchronize(EventId event) {
 Status CudaDevice::event_destroy(EventId event) {
   CCA_CONTEXT();
   return check(api_.cuEventDestroy_v2(as_event(event)), "cuEventDestroy");
+}
+
+Status CudaDevice::event_create_timed(EventId* out) {
+  CCA_CONTEXT();
+  cu::CUevent e = nullptr;
+  Status st = check(api_.cuEventCreate(&e, 0), "cuEventCreate");
+  if (st == Status::kOk) *out = handle_id(e);
+  return st;
+}
+
+Status CudaDevice::event_elapsed_ms(EventId start, EventId end, float* ms) {
+  CCA_CONTEXT();
+  return check(api_.cuEventElapsedTime(ms, as_event(start), as_event(end)), "cuEventElapsedTime");
+}
+
+Status CudaDevice::stream_wait_event(StreamId stream, EventId event) {
+  CCA_CONTEXT();
+  return check(api_.cuStreamWaitEvent(as_stream(stream), as_event(event), 0), "cuStreamWaitEvent");
+}
+
+Status CudaDevice::stream_add_callback(StreamId stream, void (*fn)(void*), void* data) {
+  CCA_CONTEXT();
+  return check(api_.cuLaunchHostFunc(as_stream(stream), fn, data), "cuLaunchHostFunc");
+}
+
+Status CudaDevice::module_load(const void* image, std::size_t /*bytes*/, ModuleId* out) {
+  CCA_CONTEXT();
+  cu::CUmodule m = nullptr;
+  Status s = check(api_.cuModuleLoadData(&m, image), "cuModuleLoadData");
+  if (s == Status::kOk) *out = handle_id(m);
+  return s;
+}
+
+Status CudaDevice::module_unload(ModuleId module) {
+  CCA_CONTEXT();
+  return check(api_.cuModuleUnload(as_module(module)), "cuModuleUnload");
+}
+
+Status CudaDevice::function_get(ModuleId module, const std::string& name, FunctionId* out) {
+  CCA_CONTEXT();
+  cu::CUfunction f = nullptr;
+  Status s = check(api_.cuModuleGetFunction(&f, as_module(module), name.c_str()), "cuModuleGetFunction");
+  if (s == Status::kOk) *out = handle_id(f);
+  return s;
+}
+
+Status CudaDevice::function_params(FunctionId function, std::vector<KernelParam>* out) {
+  if (api_.cuFuncGetParamInfo == nullptr) {
+    return check(cu::CUDA_ERROR_NOT_SUPPORTED, "cuFuncGetParamInfo (not in this driver; CUDA 12.4 added it)");
+  }
+  CCA_CONTEXT();
+  out->clear();
+  // The driver answers CUDA_ERROR_INVALID_VALUE for the first index past the last parameter.
+  for (std::size_t i = 0; i < 4096; ++i) {
+    std::size_t offset = 0, size = 0;
+    cu::CUresult r = api_.cuFuncGetParamInfo(as_function(function), i, &offset, &size);
+    if (r == cu::CUDA_ERROR_INVALID_VALUE) return Status::kOk;
+    if (r != cu::CUDA_SUCCESS) return check(r, "cuFuncGetParamInfo");
+    out->push_back(KernelParam{offset, size});
+  }
+  return Status::kOk;
+}
+
+Status CudaDevice::function_attributes(FunctionId function, FunctionAttributes* out) {
+  CCA_CONTEXT();
+  struct Slot {
+    int attribute;
+    int* into;
+  };
+  const Slot slots[] = {{cu::kFuncAttrMaxThreadsPerBlock, &out->max_threads_per_block},
+                        {cu::kFuncAttrNumRegs, &out->num_regs},
+                        {cu::kFuncAttrSharedSizeBytes, &out->shared_size_bytes},
+                        {cu::kFuncAttrConstSizeBytes, &out->const_size_bytes},
+                        {cu::kFuncAttrLocalSizeBytes, &out->local_size_bytes},
+                        {cu::kFuncAttrMaxDynamicSharedSizeBytes, &out->max_dynamic_shared_bytes},
+                        {cu::kFuncAttrPtxVersion, &out->ptx_version},
+                        {cu::kFuncAttrBinaryVersion, &out->binary_version}};
+  for (const Slot& slot : slots) {
+    Status s = check(api_.cuFuncGetAttribute(slot.into, slot.attribute, as_function(function)), "cuFuncGetAttribute");
+    if (s != Status::kOk) return s;
+  }
+  return Status::kOk;
+}
+
+Status CudaDevice::function_set_max_dynamic_shared(FunctionId function, int bytes) {
+  CCA_CONTEXT();
+  return check(api_.cuFuncSetAttribute(as_function(function), cu::kFuncAttrMaxDynamicSharedSizeBytes, bytes),
+               "cuFuncSetAttribute");
+}
+
+Status CudaDevice::launch_limits(LaunchLimits* out) {
+  std::call_once(limits_once_, [this] {
+    const int attributes[] = {cu::kAttrMaxThreadsPerBlock, cu::kAttrMaxBlockDimX,     cu::kAttrMaxBlockDimX + 1,
+                              cu::kAttrMaxBlockDimX + 2,  cu::kAttrMaxGridDimX,      cu::kAttrMaxGridDimX + 1,
+                              cu::kAttrMaxGridDimX + 2,   cu::kAttrMaxSharedPerBlockOptin};
+    int* into[] = {&limits_.max_threads_per_block, &limits_.max_block[0], &limits_.max_block[1],
+                   &limits_.max_block[2],          &limits_.max_grid[0],  &limits_.max_grid[1],
+                   &limits_.max_grid[2],           &limits_.max_shared_per_block_optin};
+    for (std::size_t i = 0; i < sizeof attributes / sizeof attributes[0]; ++i) {
+      if (limits_result_ == cu::CUDA_SUCCESS) limits_result_ = api_.cuDeviceGetAttribute(into[i], attributes[i], device_);
+    }
+  });
+  if (limits_result_ != cu::CUDA_SUCCESS) return check(limits_result_, "cuDeviceGetAttribute");
+  *out = limits_;
+  return Status::kOk;
+}
+
+Status CudaDevice::launch(FunctionId function, const LaunchShape& shape, StreamId stream, const void* params,
+                          std::size_t param_bytes) {
+  CCA_CONTEXT();
+  // One buffer laid out as the kernel's parameters: the driver copies it before returning.
+  void* extra[] = {cu::kLaunchParamBufferPointer, const_cast<void*>(params), cu::kLaunchParamBufferSize, &param_bytes,
+                   cu::kLaunchParamEnd};
+  return check(api_.cuLaunchKernel(as_function(function), shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0],
+                                   shape.block[1], shape.block[2], shape.shared_bytes, as_stream(stream), nullptr,
+                                   param_bytes == 0 ? nullptr : extra),
+               "cuLaunchKernel");
 }
 
 namespace {

@@ -9,11 +9,12 @@
 #include <vector>
 
 #include "../device.h"
+#include "../kernels.h"
 #include "driver_library.h"
 
 namespace cca {
 
-class CudaDevice final : public Device, public CopyEngine {
+class CudaDevice final : public Device, public CopyEngine, public KernelEngine {
  public:
   CudaDevice(const DriverLibrary& lib, int ordinal);
   ~CudaDevice() override;
@@ -48,6 +49,20 @@ class CudaDevice final : public Device, public CopyEngine {
   Status event_query(EventId event) override;
   Status event_synchronize(EventId event) override;
   Status event_destroy(EventId event) override;
+  Status event_create_timed(EventId* out) override;
+  Status event_elapsed_ms(EventId start, EventId end, float* ms) override;
+  Status stream_wait_event(StreamId stream, EventId event) override;
+  Status stream_add_callback(StreamId stream, void (*fn)(void*), void* data) override;
+
+  Status module_load(const void* image, std::size_t bytes, ModuleId* out) override;
+  Status module_unload(ModuleId module) override;
+  Status function_get(ModuleId module, const std::string& name, FunctionId* out) override;
+  Status function_params(FunctionId function, std::vector<KernelParam>* out) override;
+  Status function_attributes(FunctionId function, FunctionAttributes* out) override;
+  Status function_set_max_dynamic_shared(FunctionId function, int bytes) override;
+  Status launch_limits(LaunchLimits* out) override;
+  Status launch(FunctionId function, const LaunchShape& shape, StreamId stream, const void* params,
+                std::size_t param_bytes) override;
 
   int compute_capability_major() const { return cc_major_; }
   int compute_capability_minor() const { return cc_minor_; }
@@ -69,6 +84,9 @@ class CudaDevice final : public Device, public CopyEngine {
   std::once_flag retain_once_;
   cu::CUcontext context_ = nullptr;
   cu::CUresult retain_result_ = cu::CUDA_SUCCESS;
+  std::once_flag limits_once_;
+  LaunchLimits limits_;
+  cu::CUresult limits_result_ = cu::CUDA_SUCCESS;
   std::once_flag granularity_once_;
   std::size_t granularity_ = 0;
 };
@@ -82,6 +100,7 @@ class CudaPlatform final : public Platform {
   int device_count() const override { return static_cast<int>(devices_.size()); }
   Device& device(int index) override { return *devices_.at(static_cast<std::size_t>(index)); }
   CopyEngine& copy_engine(int index) override { return *devices_.at(static_cast<std::size_t>(index)); }
+  KernelEngine* kernel_engine(int index) override { return devices_.at(static_cast<std::size_t>(index)).get(); }
   CudaDevice& cuda_device(int index) { return *devices_.at(static_cast<std::size_t>(index)); }
 
  private:

@@ -12,6 +12,9 @@ using CUcontext = struct CUctx_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUmemGenericAllocationHandle = unsigned long long;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUhostFn = void (*)(void*);
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
@@ -19,7 +22,39 @@ constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
 constexpr CUresult CUDA_ERROR_NOT_INITIALIZED = 3;
 constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
 constexpr CUresult CUDA_ERROR_INVALID_HANDLE = 400;
+constexpr CUresult CUDA_ERROR_INVALID_IMAGE = 200;
+constexpr CUresult CUDA_ERROR_NO_BINARY_FOR_GPU = 209;
+constexpr CUresult CUDA_ERROR_INVALID_PTX = 218;
+constexpr CUresult CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222;
+constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 constexpr CUresult CUDA_ERROR_NOT_READY = 600;
+constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;
+// Errors after which the context is unusable (the driver's "sticky" errors): a kernel read
+// or wrote a bad address, trapped, asserted, or died.
+constexpr CUresult CUDA_ERROR_ILLEGAL_ADDRESS = 700;
+constexpr CUresult CUDA_ERROR_ASSERT = 710;
+constexpr CUresult CUDA_ERROR_HARDWARE_STACK_ERROR = 714;
+constexpr CUresult CUDA_ERROR_ILLEGAL_INSTRUCTION = 715;
+constexpr CUresult CUDA_ERROR_MISALIGNED_ADDRESS = 716;
+constexpr CUresult CUDA_ERROR_INVALID_ADDRESS_SPACE = 717;
+constexpr CUresult CUDA_ERROR_INVALID_PC = 718;
+constexpr CUresult CUDA_ERROR_LAUNCH_FAILED = 719;
+// Kernel launches and functions.
+inline void* const kLaunchParamBufferPointer = reinterpret_cast<void*>(1);  // CU_LAUNCH_PARAM_BUFFER_POINTER
+inline void* const kLaunchParamBufferSize = reinterpret_cast<void*>(2);     // CU_LAUNCH_PARAM_BUFFER_SIZE
+inline void* const kLaunchParamEnd = nullptr;                               // CU_LAUNCH_PARAM_END
+constexpr int kFuncAttrMaxThreadsPerBlock = 0;  // CU_FUNC_ATTRIBUTE_*
+constexpr int kFuncAttrSharedSizeBytes = 1;
+constexpr int kFuncAttrConstSizeBytes = 2;
+constexpr int kFuncAttrLocalSizeBytes = 3;
+constexpr int kFuncAttrNumRegs = 4;
+constexpr int kFuncAttrPtxVersion = 5;
+constexpr int kFuncAttrBinaryVersion = 6;
+constexpr int kFuncAttrMaxDynamicSharedSizeBytes = 8;
+constexpr int kAttrMaxThreadsPerBlock = 1;  // CU_DEVICE_ATTRIBUTE_*
+constexpr int kAttrMaxBlockDimX = 2;        // Y = 3, Z = 4
+constexpr int kAttrMaxGridDimX = 5;         // Y = 6, Z = 7
+constexpr int kAttrMaxSharedPerBlockOptin = 97;
 
 constexpr unsigned kEventDisableTiming = 0x2;        // CU_EVENT_DISABLE_TIMING
 constexpr unsigned kStreamNonBlocking = 0x1;         // CU_STREAM_NON_BLOCKING
@@ -83,7 +118,18 @@ struct DriverApi {
   CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr, const void*, std::size_t, CUstream);
   CUresult (*cuMemcpyDtoHAsync_v2)(void*, CUdeviceptr, std::size_t, CUstream);
   CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, std::size_t, CUstream);
+  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned);
+  CUresult (*cuLaunchHostFunc)(CUstream, CUhostFn, void*);
+  CUresult (*cuModuleLoadData)(CUmodule*, const void*);
+  CUresult (*cuModuleUnload)(CUmodule);
+  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
+  CUresult (*cuFuncGetAttribute)(int*, int, CUfunction);
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void**, void**);
   // Optional: absent from old drivers; the features that need them say so.
+  CUresult (*cuFuncGetParamInfo)(CUfunction, std::size_t, std::size_t*, std::size_t*);  // CUDA 12.4
   CUresult (*cuMemAllocAsync)(CUdeviceptr*, std::size_t, CUstream);
   CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
   CUresult (*cuMemAddressReserve)(CUdeviceptr*, std::size_t, std::size_t, CUdeviceptr, unsigned long long);

@@ -52,6 +52,16 @@ DriverLibrary::DriverLibrary() {
   CCA_REQUIRED(cuMemcpyHtoDAsync_v2);
   CCA_REQUIRED(cuMemcpyDtoHAsync_v2);
   CCA_REQUIRED(cuMemsetD8Async);
+  CCA_REQUIRED(cuEventElapsedTime);
+  CCA_REQUIRED(cuStreamWaitEvent);
+  CCA_REQUIRED(cuLaunchHostFunc);
+  CCA_REQUIRED(cuModuleLoadData);
+  CCA_REQUIRED(cuModuleUnload);
+  CCA_REQUIRED(cuModuleGetFunction);
+  CCA_REQUIRED(cuFuncGetAttribute);
+  CCA_REQUIRED(cuFuncSetAttribute);
+  CCA_REQUIRED(cuLaunchKernel);
+  CCA_OPTIONAL(cuFuncGetParamInfo);
   CCA_OPTIONAL(cuMemAllocAsync);
   CCA_OPTIONAL(cuMemFreeAsync);
   CCA_OPTIONAL(cuMemAddressReserve);

@@ -56,6 +56,15 @@ class SimDevice final : public Device, public CopyEngine {
   Status event_query(EventId event) override;
   Status event_synchronize(EventId event) override;
   Status event_destroy(EventId event) override;
+  Status event_create_timed(EventId* out) override;
+  Status event_elapsed_ms(EventId start, EventId end, float* ms) override;
+  Status stream_wait_event(StreamId stream, EventId event) override;
+  Status stream_add_callback(StreamId stream, void (*fn)(void*), void* data) override;
+
+  struct Callback {
+    void (*fn)(void*);
+    void* data;
+  };
 
   // --- controls for tests and demos (not part of the device contract) ---
   // A held stream keeps the events recorded on it pending until complete_stream() or a
@@ -76,6 +85,14 @@ class SimDevice final : public Device, public CopyEngine {
   struct Event {
     StreamId stream = 0;
     bool pending = false;
+    bool timed = false;
+    std::uint64_t completed_ns = 0;  // steady clock, for elapsed time
+  };
+  // What a stream waits for before its later work can complete: the events it was told to
+  // wait for that were pending then, and host callbacks queued behind its pending work.
+  struct StreamWork {
+    std::vector<EventId> awaited;
+    std::vector<Callback> callbacks;
   };
 
   Status fail(Status s, std::string message) const;
@@ -88,7 +105,14 @@ class SimDevice final : public Device, public CopyEngine {
   template <class F>
   bool for_each_piece_locked(DevicePtr ptr, std::size_t bytes, F&& fn);
   unsigned char* backing_locked(DevicePtr base, std::size_t len);
-  void complete_stream_locked(StreamId stream);
+  // A stream whose new work cannot complete now: held, or waiting for a pending event.
+  bool blocked_locked(StreamId stream);
+  bool event_pending_locked(EventId event) const;
+  // Completes the stream's work (and first the work it waits for), then whatever that
+  // unblocked; the callbacks that became due are appended to `due`, to run unlocked.
+  void complete_stream_locked(StreamId stream, std::vector<Callback>& due);
+  void complete_unblocked_locked(std::vector<Callback>& due);
+  void finish_event_locked(Event& ev);
   bool stream_known_locked(StreamId stream) const;
   // Whether a malloc or page map of `size` fails by fault injection (fail_next_mallocs).
   bool injected_failure_locked(std::size_t size);
@@ -108,6 +132,8 @@ class SimDevice final : public Device, public CopyEngine {
   std::set<StreamId> streams_;
   std::set<StreamId> held_streams_;
   std::unordered_map<EventId, Event> events_;
+  std::unordered_map<StreamId, StreamWork> work_;
+  std::set<EventId> destroyed_;  // destroyed while pending: kept until the work completes
   std::uint64_t next_stream_ = 1;
   std::uint64_t next_event_ = 1;
   int fail_mallocs_ = 0;

@@ -1,5 +1,5 @@
 #include "runtime.h"
-#include "../../common/hot.h"
+#include "../common/hot.h"
 
 namespace cca {
 
@@ -7,22 +7,33 @@ Runtime::Runtime(std::unique_ptr<Platform> platform, const AllocatorConfig& conf
     : platform_(std::move(platform)), note_(std::move(note)), config_(config) {
   for (int i = 0; i < platform_->device_count(); ++i) {
     allocators_.push_back(std::make_unique<DeviceCachingAllocator>(platform_->device(i), config, &platform_->copy_engine(i)));
+    computes_.push_back(
+        std::make_unique<DeviceCompute>(platform_->device(i), platform_->kernel_engine(i), *allocators_.back()));
   }
 }
 
 Runtime::~Runtime() {
+  computes_.clear();    // modules and events go before the memory their work used
   allocators_.clear();  // allocators return their segments before the devices go away
   platform_.reset();
 }
 
+namespace {
+[[noreturn]] void no_such_device(int device, int count) {
+  throw InvalidArgumentError("device " + std::to_string(device) + " does not exist: there are " +
+                                 std::to_string(count) + " devices (0.." + std::to_string(count - 1) + ")",
+                             "ERR_CCA_INVALID_DEVICE");
+}
+}  // namespace
+
 CCA_HOT DeviceCachingAllocator& Runtime::allocator(int device) {
-  if (device < 0 || device >= device_count()) {
-    throw InvalidArgumentError("device " + std::to_string(device) + " does not exist: there are " +
-                                   std::to_string(device_count()) + " devices (0.." +
-                                   std::to_string(device_count() - 1) + ")",
-                               "ERR_CCA_INVALID_DEVICE");
-  }
+  if (device < 0 || device >= device_count()) no_such_device(device, device_count());
   return *allocators_[static_cast<std::size_t>(device)];
+}
+
+DeviceCompute& Runtime::compute(int device) {
+  if (device < 0 || device >= device_count()) no_such_device(device, device_count());
+  return *computes_[static_cast<std::size_t>(device)];
 }
 
 void Runtime::set_config(const AllocatorConfig& config) {

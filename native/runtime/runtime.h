@@ -1,15 +1,17 @@
-// The allocators of one process: one per device of the chosen platform, shared by every
-// thread (and every worker thread's JS environment) of the process, except environments that
-// took simulated devices of their own (binding/addon_state.h).
+// Everything of one process's GPUs: the platform, and per device its allocator and its
+// compute (kernels, events), shared by every thread (and every worker thread's JS
+// environment) of the process, except environments that took simulated devices of their
+// own (binding/addon_state.h).
 #pragma once
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "../../device/device.h"
-#include "caching_allocator.h"
-#include "config.h"
+#include "../allocator/policy/caching_allocator.h"
+#include "../allocator/policy/config.h"
+#include "../compute/device_compute.h"
+#include "../device/device.h"
 
 namespace cca {
 
@@ -22,6 +24,8 @@ class Runtime {
   int device_count() const { return static_cast<int>(allocators_.size()); }
   // Throws InvalidArgumentError (ERR_CCA_INVALID_DEVICE) for an index out of range.
   DeviceCachingAllocator& allocator(int device);
+  // The same range check; the device's kernels and events.
+  DeviceCompute& compute(int device);
   Platform& platform() { return *platform_; }
   const std::string& selection_note() const { return note_; }
 
@@ -32,6 +36,7 @@ class Runtime {
  private:
   std::unique_ptr<Platform> platform_;
   std::vector<std::unique_ptr<DeviceCachingAllocator>> allocators_;
+  std::vector<std::unique_ptr<DeviceCompute>> computes_;
   std::string note_;
   mutable std::mutex mu_;
   AllocatorConfig config_;

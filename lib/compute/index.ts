@@ -1,0 +1,15 @@
+// The `compute` namespace: kernels on the allocator's buffers, and events.
+export { Module, type ModuleLoadOptions } from './module.js';
+export { Kernel, type LaunchConfig, type Dim3 } from './kernel.js';
+export { Event, type EventOptions } from './event.js';
+export { BufferView } from './buffer-view.js';
+export type { ParamType, ScalarType, StructType, ArgOf, ArgsOf } from './signature.js';
+export type { KernelAttributes, LaunchLimits } from '../../binding.js';
+import { native } from '../native.js';
+import { resolveDevice } from '../device.js';
+import type { LaunchLimits } from '../../binding.js';
+
+/** What a launch on `device` (default: the current device) may ask for. The cuda backend only. */
+export function launchLimits(device?: number): LaunchLimits {
+  return native.launchLimits(resolveDevice(device));
+}

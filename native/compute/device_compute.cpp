@@ -1,0 +1,313 @@
+#include "device_compute.h"
+
+#include <string>
+
+#include "../common/errors.h"
+#include "../common/message_format.h"
+
+namespace cca {
+
+namespace {
+
+std::string dims(const unsigned v[3]) {
+  return "(" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ", " + std::to_string(v[2]) + ")";
+}
+
+}  // namespace
+
+DeviceCompute::DeviceCompute(Device& device, KernelEngine* kernels, DeviceCachingAllocator& allocator)
+    : device_(device), kernels_(kernels), allocator_(allocator) {}
+
+DeviceCompute::~DeviceCompute() {
+  // The context may be lost (a kernel fault): teardown ignores the statuses it gets.
+  for (const auto& [event, timed] : events_) device_.event_destroy(event);
+  if (kernels_ != nullptr) {
+    for (const auto& [module, functions] : modules_) kernels_->module_unload(module);
+  }
+}
+
+void DeviceCompute::fail(const char* what, Status s) const { throw device_error(device_, what, s); }
+
+KernelEngine& DeviceCompute::kernels(const char* what) {
+  if (kernels_ == nullptr) {
+    throw DeviceError(std::string(what) + ": device " + std::to_string(device_.index()) + " is " +
+                          (device_.is_simulated() ? "simulated, and the simulator runs no kernels"
+                                                  : "on a backend that runs no kernels") +
+                          "; use the cuda backend on a machine with a GPU (CCA_DEVICE=cuda; cuda.runtimeInfo() says "
+                          "why it is not in use)",
+                      "ERR_CCA_KERNELS_UNSUPPORTED");
+  }
+  return *kernels_;
+}
+
+ModuleId DeviceCompute::load_module(const void* image, std::size_t bytes) {
+  KernelEngine& k = kernels("loading a module");
+  if (bytes == 0) throw InvalidArgumentError("loading a module: the image is empty", "ERR_CCA_INVALID_MODULE");
+  ModuleId module = 0;
+  Status s = k.module_load(image, bytes, &module);
+  if (s == Status::kInvalidValue) {
+    throw InvalidArgumentError("loading a module on device " + std::to_string(device_.index()) +
+                                   ": the driver refused the image (" + device_.last_error() +
+                                   "); give CUBIN or a fatbin built for this GPU's architecture, or PTX no newer than "
+                                   "the driver (compile with NVRTC for the device: cuda.compute.compile)",
+                               "ERR_CCA_INVALID_MODULE");
+  }
+  if (s != Status::kOk) fail("loading a module", s);
+  std::lock_guard<std::mutex> lock(mu_);
+  modules_[module];
+  return module;
+}
+
+void DeviceCompute::unload_module(ModuleId module) {
+  KernelEngine& k = kernels("unloading a module");
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = modules_.find(module);
+  if (it == modules_.end()) {
+    throw InvalidArgumentError("module " + hex(module) + " is not loaded on device " + std::to_string(device_.index()) +
+                                   " (unloaded already?)",
+                               "ERR_CCA_INVALID_HANDLE");
+  }
+  for (FunctionId f : it->second) functions_.erase(f);
+  modules_.erase(it);
+  Status s = k.module_unload(module);
+  if (s != Status::kOk) fail("unloading a module", s);
+}
+
+LoadedFunction DeviceCompute::get_function(ModuleId module, const std::string& name) {
+  KernelEngine& k = kernels("getting a kernel");
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = modules_.find(module);
+  if (it == modules_.end()) {
+    throw InvalidArgumentError("module " + hex(module) + " is not loaded on device " + std::to_string(device_.index()),
+                               "ERR_CCA_INVALID_HANDLE");
+  }
+  LoadedFunction out;
+  Status s = k.function_get(module, name, &out.id);
+  if (s == Status::kNotFound || s == Status::kInvalidValue) {
+    throw InvalidArgumentError("the module has no kernel named \"" + name +
+                                   "\": a C++ kernel's name is mangled unless it is declared extern \"C\" (with "
+                                   "cuda.compute.compile, list it in nameExpressions and take it by that expression)",
+                               "ERR_CCA_KERNEL_NOT_FOUND");
+  }
+  if (s != Status::kOk) fail("getting a kernel", s);
+  s = k.function_params(out.id, &out.params);
+  if (s == Status::kOk) {
+    out.params_known = true;
+  } else if (s == Status::kUnsupported) {
+    out.params.clear();
+  } else {
+    fail("reading a kernel's parameters", s);
+  }
+  s = k.function_attributes(out.id, &out.attributes);
+  if (s != Status::kOk) fail("reading a kernel's attributes", s);
+  if (functions_.find(out.id) == functions_.end()) it->second.push_back(out.id);
+  functions_[out.id] = FunctionRecord{module, name, out.attributes.max_dynamic_shared_bytes};
+  return out;
+}
+
+const DeviceCompute::FunctionRecord& DeviceCompute::function_locked(FunctionId function, const char* what) const {
+  auto it = functions_.find(function);
+  if (it == functions_.end()) {
+    throw InvalidArgumentError(std::string(what) + ": kernel " + hex(function) + " is not loaded on device " +
+                                   std::to_string(device_.index()) + " (its module was unloaded?)",
+                               "ERR_CCA_INVALID_HANDLE");
+  }
+  return it->second;
+}
+
+FunctionAttributes DeviceCompute::function_attributes(FunctionId function) {
+  KernelEngine& k = kernels("reading a kernel's attributes");
+  std::lock_guard<std::mutex> lock(mu_);
+  function_locked(function, "reading a kernel's attributes");
+  FunctionAttributes out;
+  Status s = k.function_attributes(function, &out);
+  if (s != Status::kOk) fail("reading a kernel's attributes", s);
+  return out;
+}
+
+LaunchLimits DeviceCompute::launch_limits() {
+  KernelEngine& k = kernels("reading the launch limits");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!have_limits_) {
+    Status s = k.launch_limits(&limits_);
+    if (s != Status::kOk) fail("reading the launch limits", s);
+    have_limits_ = true;
+  }
+  return limits_;
+}
+
+void DeviceCompute::set_max_dynamic_shared(FunctionId function, int bytes) {
+  KernelEngine& k = kernels("setting a kernel's dynamic shared memory");
+  const LaunchLimits limits = launch_limits();
+  std::lock_guard<std::mutex> lock(mu_);
+  function_locked(function, "setting a kernel's dynamic shared memory");
+  if (bytes < 0 || bytes > limits.max_shared_per_block_optin) {
+    throw InvalidArgumentError("dynamic shared memory of " + std::to_string(bytes) + " bytes is beyond device " +
+                                   std::to_string(device_.index()) + "'s limit of " +
+                                   std::to_string(limits.max_shared_per_block_optin) + " bytes per block",
+                               "ERR_CCA_LAUNCH_CONFIG");
+  }
+  Status s = k.function_set_max_dynamic_shared(function, bytes);
+  if (s != Status::kOk) fail("setting a kernel's dynamic shared memory", s);
+  FunctionAttributes now;
+  s = k.function_attributes(function, &now);
+  if (s != Status::kOk) fail("reading a kernel's attributes", s);
+  functions_[function].max_dynamic_shared = now.max_dynamic_shared_bytes;
+}
+
+void DeviceCompute::check_shape(const FunctionRecord& f, const LaunchShape& shape) {
+  const LaunchLimits& l = limits_;
+  static const char* const axis[] = {"x", "y", "z"};
+  for (int i = 0; i < 3; ++i) {
+    if (shape.grid[i] == 0 || shape.block[i] == 0) {
+      throw InvalidArgumentError("launch of " + f.name + ": grid " + dims(shape.grid) + " and block " +
+                                     dims(shape.block) + " must be at least 1 in every dimension",
+                                 "ERR_CCA_LAUNCH_CONFIG");
+    }
+    if (shape.block[i] > static_cast<unsigned>(l.max_block[i])) {
+      throw InvalidArgumentError("launch of " + f.name + ": block." + axis[i] + " = " + std::to_string(shape.block[i]) +
+                                     " is beyond device " + std::to_string(device_.index()) + "'s limit of " +
+                                     std::to_string(l.max_block[i]),
+                                 "ERR_CCA_LAUNCH_CONFIG");
+    }
+    if (shape.grid[i] > static_cast<unsigned>(l.max_grid[i])) {
+      throw InvalidArgumentError("launch of " + f.name + ": grid." + axis[i] + " = " + std::to_string(shape.grid[i]) +
+                                     " is beyond device " + std::to_string(device_.index()) + "'s limit of " +
+                                     std::to_string(l.max_grid[i]),
+                                 "ERR_CCA_LAUNCH_CONFIG");
+    }
+  }
+  const std::uint64_t threads = std::uint64_t{shape.block[0]} * shape.block[1] * shape.block[2];
+  if (threads > static_cast<std::uint64_t>(l.max_threads_per_block)) {
+    throw InvalidArgumentError("launch of " + f.name + ": block " + dims(shape.block) + " has " +
+                                   std::to_string(threads) + " threads, beyond device " +
+                                   std::to_string(device_.index()) + "'s limit of " +
+                                   std::to_string(l.max_threads_per_block) + " per block",
+                               "ERR_CCA_LAUNCH_CONFIG");
+  }
+  if (shape.shared_bytes > static_cast<unsigned>(f.max_dynamic_shared)) {
+    throw InvalidArgumentError("launch of " + f.name + ": " + std::to_string(shape.shared_bytes) +
+                                   " bytes of dynamic shared memory, beyond the kernel's " +
+                                   std::to_string(f.max_dynamic_shared) +
+                                   "; raise it with kernel.setMaxDynamicSharedMemory(bytes) (up to " +
+                                   std::to_string(l.max_shared_per_block_optin) + " on this device)",
+                               "ERR_CCA_LAUNCH_CONFIG");
+  }
+}
+
+namespace {
+struct LaunchCall {
+  KernelEngine* kernels;
+  FunctionId function;
+  const LaunchShape* shape;
+  StreamId stream;
+  const void* params;
+  std::size_t param_bytes;
+};
+Status enqueue_launch(void* context) {
+  auto* c = static_cast<LaunchCall*>(context);
+  return c->kernels->launch(c->function, *c->shape, c->stream, c->params, c->param_bytes);
+}
+}  // namespace
+
+void DeviceCompute::launch(FunctionId function, const LaunchShape& shape, StreamId stream, const void* params,
+                           std::size_t param_bytes, const BufferUse* uses, std::size_t use_count, bool record) {
+  KernelEngine& k = kernels("launching a kernel");
+  if (!have_limits_) launch_limits();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    check_shape(function_locked(function, "launching a kernel"), shape);
+  }
+  LaunchCall call{&k, function, &shape, stream, params, param_bytes};
+  allocator_.enqueue_on_buffers(stream, uses, use_count, record, "launching a kernel", enqueue_launch, &call);
+}
+
+bool DeviceCompute::event_timed_locked(EventId event, const char* what) const {
+  auto it = events_.find(event);
+  if (it == events_.end()) {
+    throw InvalidArgumentError(std::string(what) + ": event " + hex(event) + " does not exist on device " +
+                                   std::to_string(device_.index()) + " (destroyed already?)",
+                               "ERR_CCA_INVALID_EVENT");
+  }
+  return it->second;
+}
+
+EventId DeviceCompute::event_create(bool timing) {
+  EventId event = 0;
+  Status s = timing ? device_.event_create_timed(&event) : device_.event_create(&event);
+  if (s != Status::kOk) fail("creating an event", s);
+  std::lock_guard<std::mutex> lock(mu_);
+  events_[event] = timing;
+  return event;
+}
+
+void DeviceCompute::event_record(EventId event, StreamId stream) {
+  allocator_.require_live_stream(stream);
+  std::lock_guard<std::mutex> lock(mu_);
+  event_timed_locked(event, "recording an event");
+  Status s = device_.event_record(event, stream);
+  if (s != Status::kOk) fail("recording an event", s);
+}
+
+bool DeviceCompute::event_query(EventId event) {
+  std::lock_guard<std::mutex> lock(mu_);
+  event_timed_locked(event, "querying an event");
+  Status s = device_.event_query(event);
+  if (s == Status::kNotReady) return false;
+  if (s != Status::kOk) fail("querying an event", s);
+  return true;
+}
+
+void DeviceCompute::event_synchronize(EventId event) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    event_timed_locked(event, "synchronizing an event");
+  }
+  Status s = device_.event_synchronize(event);
+  if (s != Status::kOk) fail("synchronizing an event", s);
+}
+
+float DeviceCompute::event_elapsed_ms(EventId start, EventId end) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool timed = event_timed_locked(start, "elapsed time") && event_timed_locked(end, "elapsed time");
+  if (!timed) {
+    throw InvalidArgumentError("elapsed time needs two events made with timing (new cuda.Event({ timing: true }))",
+                               "ERR_CCA_EVENT_NOT_TIMED");
+  }
+  float ms = 0;
+  Status s = device_.event_elapsed_ms(start, end, &ms);
+  if (s == Status::kNotReady) {
+    throw InvalidArgumentError("elapsed time: an event's work is not complete yet; synchronize the end event first",
+                               "ERR_CCA_EVENT_NOT_READY");
+  }
+  if (s == Status::kInvalidValue) {
+    throw InvalidArgumentError("elapsed time: both events must have been recorded (" + device_.last_error() + ")",
+                               "ERR_CCA_EVENT_NOT_READY");
+  }
+  if (s != Status::kOk) fail("reading the time between two events", s);
+  return ms;
+}
+
+void DeviceCompute::event_destroy(EventId event) {
+  std::lock_guard<std::mutex> lock(mu_);
+  event_timed_locked(event, "destroying an event");
+  events_.erase(event);
+  Status s = device_.event_destroy(event);
+  if (s != Status::kOk) fail("destroying an event", s);
+}
+
+void DeviceCompute::stream_wait_event(StreamId stream, EventId event) {
+  allocator_.require_live_stream(stream);
+  std::lock_guard<std::mutex> lock(mu_);
+  event_timed_locked(event, "waiting for an event");
+  Status s = device_.stream_wait_event(stream, event);
+  if (s != Status::kOk) fail("waiting for an event", s);
+}
+
+void DeviceCompute::stream_add_callback(StreamId stream, void (*fn)(void*), void* data) {
+  allocator_.require_live_stream(stream);
+  Status s = device_.stream_add_callback(stream, fn, data);
+  if (s != Status::kOk) fail("queuing a host function", s);
+}
+
+}  // namespace cca

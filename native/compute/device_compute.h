@@ -1,0 +1,84 @@
+// Kernels, events and stream ordering on one device. Each handle it returns (module,
+// function, event) is remembered and every handle passed in is looked up, so a stale or
+// made-up handle is a coded error, never a driver crash; the simulator, which runs no
+// kernels, refuses loads and launches with an error that names the cuda backend.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../allocator/policy/caching_allocator.h"
+#include "../device/device.h"
+#include "../device/kernels.h"
+
+namespace cca {
+
+struct LoadedFunction {
+  FunctionId id = 0;
+  // The parameters as the compiled kernel lays them out; empty and `params_known` false
+  // when the driver cannot tell.
+  bool params_known = false;
+  std::vector<KernelParam> params;
+  FunctionAttributes attributes;
+};
+
+class DeviceCompute {
+ public:
+  // `kernels` is null where the backend runs no kernels.
+  DeviceCompute(Device& device, KernelEngine* kernels, DeviceCachingAllocator& allocator);
+  ~DeviceCompute();  // unloads what is still loaded, destroys the events still alive
+  DeviceCompute(const DeviceCompute&) = delete;
+  DeviceCompute& operator=(const DeviceCompute&) = delete;
+
+  ModuleId load_module(const void* image, std::size_t bytes);
+  void unload_module(ModuleId module);
+  LoadedFunction get_function(ModuleId module, const std::string& name);
+  FunctionAttributes function_attributes(FunctionId function);
+  void set_max_dynamic_shared(FunctionId function, int bytes);
+  LaunchLimits launch_limits();
+
+  // Queues `function` on `stream` with `params` (laid out as the kernel's parameters),
+  // after the allocator checked every buffer range in `uses` and, with `record`, recorded
+  // each on `stream` (see DeviceCachingAllocator::enqueue_on_buffers). The shape is
+  // checked against the device's limits first.
+  void launch(FunctionId function, const LaunchShape& shape, StreamId stream, const void* params,
+              std::size_t param_bytes, const BufferUse* uses, std::size_t use_count, bool record);
+
+  EventId event_create(bool timing);
+  void event_record(EventId event, StreamId stream);
+  bool event_query(EventId event);  // true when the work before it is done
+  void event_synchronize(EventId event);
+  float event_elapsed_ms(EventId start, EventId end);
+  void event_destroy(EventId event);
+  void stream_wait_event(StreamId stream, EventId event);
+  // Runs fn(data) once the work queued on `stream` so far is done, on a thread of the
+  // backend's choosing (now, on this thread, when nothing is queued).
+  void stream_add_callback(StreamId stream, void (*fn)(void*), void* data);
+
+ private:
+  struct FunctionRecord {
+    ModuleId module;
+    std::string name;
+    int max_dynamic_shared;  // what the launch may ask for now (raised by set_max_dynamic_shared)
+  };
+  KernelEngine& kernels(const char* what);
+  const FunctionRecord& function_locked(FunctionId function, const char* what) const;
+  bool event_timed_locked(EventId event, const char* what) const;
+  void check_shape(const FunctionRecord& f, const LaunchShape& shape);
+  void fail(const char* what, Status s) const;
+
+  Device& device_;
+  KernelEngine* kernels_;
+  DeviceCachingAllocator& allocator_;
+  mutable std::mutex mu_;
+  std::unordered_map<ModuleId, std::vector<FunctionId>> modules_;
+  std::unordered_map<FunctionId, FunctionRecord> functions_;
+  std::unordered_map<EventId, bool> events_;  // -> made with timing
+  bool have_limits_ = false;
+  LaunchLimits limits_;
+};
+
+}  // namespace cca

@@ -1,0 +1,70 @@
+// The fake driver's shared state (fake_cuda.cpp: devices and memory; fake_streams.cpp:
+// streams, events and their work queues; fake_kernels.cpp: modules and CPU kernels).
+// Everything is guarded by `mu` and heap-allocated and never destroyed, like a real
+// driver's state: a caller releasing memory during process exit must not find it gone.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <set>
+
+namespace fake {
+
+using CUresult = int;
+constexpr CUresult kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kNotInitialized = 3, kInvalidImage = 200,
+                   kNoDevice = 100, kInvalidDevice = 101, kInvalidHandle = 400, kNotFound = 500, kNotReady = 600,
+                   kIllegalAddress = 700, kLaunchFailed = 719;
+
+struct Event;
+
+// One unit of a stream's work, run in order. A wait does nothing but block the stream
+// until its event is complete; `ready`, when set, holds the op back until it says so (a
+// kernel spinning on a flag in memory).
+struct Op {
+  std::function<void()> run;
+  Event* wait_for = nullptr;
+  std::function<bool()> ready;
+};
+
+struct Stream {
+  int device = 0;
+  bool held = false;  // a held stream runs nothing until completed (fake_cuda_complete_stream)
+  std::deque<Op> queue;
+};
+
+struct Event {
+  Stream* stream = nullptr;
+  bool pending = false;
+  bool timed = true;
+  bool recorded = false;
+  bool destroyed = false;  // destroyed events are never freed: queued work may still name them
+  std::uint64_t completed_ns = 0;
+};
+
+extern std::mutex& mu;
+extern std::set<Stream*>& streams;  // created streams; the default stream is not in it
+extern std::set<Event*>& events;    // live events
+extern Stream& default_stream;
+extern thread_local int current_device;
+// Set when a kernel faults: every later call returns it, as a real context's sticky error.
+extern CUresult sticky;
+
+// The stream a handle names (nullptr: the default stream), or nullptr if unknown.
+Stream* stream_of(void* handle);
+// Queues work on a stream and runs whatever can run now; the caller holds `mu`.
+void enqueue(Stream* s, Op op);
+// Runs all of a stream's work now (what it waits for first), then whatever that unblocked.
+void complete(Stream* s);
+// Whether [p, p + n) lies inside one live allocation or mapped memory; the caller holds `mu`.
+bool inside(unsigned long long p, std::size_t n);
+std::uint64_t now_ns();
+
+}  // namespace fake
+
+#define FAKE extern "C" __attribute__((visibility("default")))
+#define FAKE_STICKY() \
+  do {                                       \
+    if (fake::sticky != fake::kSuccess) return fake::sticky; \
+  } while (0)
