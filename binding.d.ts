@@ -99,6 +99,19 @@ export interface LaunchLimits {
   maxSharedPerBlockOptin: number;
 }
 
+/** Whether CUDA C++ can be compiled at run time (NVRTC), and if not why. */
+export interface CompilerInfo {
+  available: boolean;
+  /** Why not: every library tried, and what each said. */
+  reason: string;
+  /** The NVRTC library used. */
+  path: string;
+  /** NVRTC's version, "13.0". */
+  version: string;
+  /** The sm_XY it can target, as XY (75, 80, ..., 120). */
+  architectures: number[];
+}
+
 export interface NativeBinding {
   alloc(device: number, size: number, stream: number, stackId?: number, tagId?: number): number;
   free(device: number, ptr: number, stackId?: number): void;
@@ -148,6 +161,9 @@ export interface NativeBinding {
   streamWaitEvent(device: number, stream: number, event: number): void;
   /** Resolves once the work queued on the stream so far is done. */
   streamDone(device: number, stream: number): Promise<void>;
+  compilerInfo(): CompilerInfo;
+  compile(source: string, name: string, options: string[], headerNames: string[], headerSources: string[],
+    nameExpressions: string[], cubin: boolean): Promise<{ ok: boolean; error: string; log: string; image: Uint8Array; lowered: [string, string][] }>;
 
   statKeys(): string[];
   /** The stat values in statKeys() order; fills `into` when it has the right length. */

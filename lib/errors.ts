@@ -154,3 +154,16 @@ export class SnapshotFileError extends AllocatorError {
     this.errno = errno;
   }
 }
+
+/**
+ * `ERR_CCA_COMPILE`: CUDA C++ that NVRTC refused (`log` holds its messages), or an option it
+ * refused. `ERR_CCA_NVRTC_UNAVAILABLE`: no NVRTC library here (the message names each
+ * place tried and what to install).
+ */
+export class CompileError extends AllocatorError {
+  readonly log: string;
+  constructor(message: string, code: string, log = '') {
+    super(message, code);
+    this.log = log;
+  }
+}

@@ -20,6 +20,7 @@ export {
   DeviceError,
   InvalidArgumentError,
   InvalidPointerError,
+  CompileError,
   type OutOfMemoryDetails,
 } from './errors.js';
 export { formatSize } from './format.js';

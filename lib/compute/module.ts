@@ -32,6 +32,8 @@ function imageBytes(image: unknown): Uint8Array {
 export interface ModuleLoadOptions {
   /** The device to load on (default: the current device). */
   device?: number;
+  /** Mangled kernel names by C++ expression (a compiled program's loweredNames), for getKernel. */
+  names?: Record<string, string>;
 }
 
 export class Module {
@@ -39,11 +41,13 @@ export class Module {
   #id: number;
   #unloaded = false;
   readonly #generation: number;
+  readonly #names: Record<string, string>;
 
-  private constructor(device: number, id: number) {
+  private constructor(device: number, id: number, names: Record<string, string>) {
     this.device = device;
     this.#id = id;
     this.#generation = generation();
+    this.#names = names;
   }
 
   /**
@@ -53,10 +57,12 @@ export class Module {
    * driver's reason.
    */
   static load(image: Uint8Array | ArrayBufferView | string, options?: ModuleLoadOptions): Module {
-    const o = checkOptions<ModuleLoadOptions>('Module.load options', options, ['device']);
+    const o = checkOptions<ModuleLoadOptions>('Module.load options', options, ['device', 'names']);
     const device = resolveDevice(o.device, 'options.device');
+    const names = o.names ?? {};
+    if (typeof names !== 'object' || names === null) throw new ArgumentTypeError(`Expected an object for options.names but received ${describe(names)}`);
     const bytes = imageBytes(image);
-    return new Module(device, native.moduleLoad(device, bytes));
+    return new Module(device, native.moduleLoad(device, bytes), { ...names });
   }
 
   get unloaded(): boolean {
@@ -76,7 +82,8 @@ export class Module {
   }
 
   /**
-   * The kernel `name` (its mangled name, or an `extern "C"` one), taken with its parameter
+   * The kernel `name` (its mangled name, an `extern "C"` one, or a name expression the
+   * module was compiled with), taken with its parameter
    * types, which also type its launch's arguments. Where the driver reports the compiled
    * kernel's parameters (CUDA 12.4 and later), the types are checked against them now:
    * a wrong width, order or count is `ERR_CCA_KERNEL_SIGNATURE` before any launch.
@@ -84,7 +91,8 @@ export class Module {
   getKernel<const T extends readonly ParamType[]>(name: string, params: T): Kernel<T> {
     checkString('name', name);
     const layout = layoutOf(params, 'params');
-    const f = native.functionGet(this.device, this.id('getKernel'), name);
+    const symbol = Object.prototype.hasOwnProperty.call(this.#names, name) ? this.#names[name]! : name;
+    const f = native.functionGet(this.device, this.id('getKernel'), symbol);
     if (f.params !== null) checkAgainstCompiled(name, layout, f.params);
     return makeKernel<T>(this, name, f.id, layout, f.attributes, f.params !== null);
   }

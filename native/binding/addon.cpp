@@ -3,6 +3,7 @@
 
 #include "addon_state.h"
 #include "allocation_functions.h"
+#include "compiler_functions.h"
 #include "compute_functions.h"
 #include "copy_functions.h"
 #include "event_functions.h"
@@ -27,6 +28,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   cca::binding::register_replay_functions(env, exports);
   cca::binding::register_compute_functions(env, exports);
   cca::binding::register_event_functions(env, exports);
+  cca::binding::register_compiler_functions(env, exports);
   return exports;
 }
 
