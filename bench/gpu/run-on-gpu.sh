@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (it has CUDA, nvidia-smi and python3 with PyTorch, but no Node):
 # the conformance suites on the real driver, the demo, our benchmarks and PyTorch's, side
-# by side. Prepare with bench/gpu/prepare.sh here, carry .gpu, build, build-tests and dist.
+# by side, and kernels on our buffers. Prepare with bench/gpu/prepare.sh here and carry what
+# it names (the Node binary and runtime dependencies, the addon, three test binaries, dist).
 # Results go to ./gpu-results, and as one gpu-results.tgz into $OUT when the device tool
 # runs it (it brings back at most 8 files). Each step has a time limit of its own, so one
 # that hangs cannot take the others' time.
@@ -29,6 +30,12 @@ step() {  # step FILE SECONDS COMMAND...: runs one step, its output and time in 
 step conformance.txt 120 env CCA_CONFORMANCE_DRIVER=libcuda.so.1 ./build-tests/cca_core_tests conformance_real_gpu
 step js_conformance.txt 120 env CCA_DEVICE=cuda node test/conformance/js-backend.mjs
 step demo.txt 60 env CCA_DEVICE=cuda node dist/cli/main.js demo
+# NVRTC: the library's own search first; where it finds none, the toolkit's copy.
+if ! CCA_DEVICE=cuda node -e "import('./dist/index.js').then(m => process.exit(m.compute.compilerInfo().available ? 0 : 1))"; then
+  export CCA_NVRTC_PATH=$(find /usr/local /opt -name 'libnvrtc.so.1[23]' 2>/dev/null | head -1)
+fi
+step js_kernels.txt 120 env CCA_DEVICE=cuda node test/conformance/js-kernels.mjs
+step launch.txt 120 env CCA_DEVICE=cuda node bench/js-launch.mjs
 step gpu_bench.txt 120 ./build-tests/cca_gpu_bench
 step js_alloc_free.txt 90 env CCA_DEVICE=cuda node bench/js-alloc-free.mjs
 step js_snapshot.txt 90 env CCA_DEVICE=cuda node bench/js-snapshot.mjs

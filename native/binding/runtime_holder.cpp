@@ -12,7 +12,10 @@ namespace cca::binding {
 namespace {
 
 std::mutex g_mu;
-std::unique_ptr<Runtime> g_runtime;
+// Never destroyed by static destruction: shutdown_runtime() releases it when the last
+// environment goes, and a process.exit() that skips that leaves it to the OS rather than
+// call the driver while the process (and maybe the driver) is being torn down.
+std::unique_ptr<Runtime>& g_runtime = *new std::unique_ptr<Runtime>;
 std::atomic<Runtime*> g_current{nullptr};
 std::atomic<std::uint32_t> g_generation{1};          // the last number handed out
 std::atomic<std::uint32_t> g_process_generation{1};  // the process runtime's

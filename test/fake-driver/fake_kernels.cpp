@@ -72,6 +72,18 @@ CUresult affine(const unsigned char* p, std::uint64_t threads) {
   return kSuccess;
 }
 
+// sum_f32(const float* x, float* out, unsigned n): *out += x[0..n)
+CUresult sum_f32(const unsigned char* p, std::uint64_t threads) {
+  const auto x = arg<unsigned long long>(p, 0), out = arg<unsigned long long>(p, 8);
+  const std::uint64_t n = std::min<std::uint64_t>(arg<unsigned>(p, 16), threads);
+  if (!inside(out, 4) || (n > 0 && !inside(x, n * 4))) return kIllegalAddress;
+  for (std::uint64_t i = 0; i < n; ++i) *reinterpret_cast<float*>(out) += reinterpret_cast<const float*>(x)[i];
+  return kSuccess;
+}
+
+// noop(const float* x, unsigned n)
+CUresult noop(const unsigned char*, std::uint64_t) { return kSuccess; }
+
 // wait_flag(const unsigned* flag): spins until *flag != 0 (held back in the queue until then).
 CUresult wait_flag(const unsigned char* p, std::uint64_t) {
   return inside(arg<unsigned long long>(p, 0), 4) ? kSuccess : kIllegalAddress;
@@ -90,6 +102,8 @@ const std::map<std::string, Kernel>& kernels() {
       {"fill_u32", {{{0, 8}, {8, 4}, {12, 4}}, fill_u32}},
       {"fill_u64", {{{0, 8}, {8, 8}, {16, 4}}, fill_u64}},
       {"affine", {{{0, 8}, {8, 8}, {16, 4}}, affine}},
+      {"sum_f32", {{{0, 8}, {8, 8}, {16, 4}}, sum_f32}},
+      {"noop", {{{0, 8}, {8, 4}}, noop}},
       {"wait_flag", {{{0, 8}}, wait_flag}},
       {"trap", {{}, trap}},
   };

@@ -1,12 +1,16 @@
 #include "cuda_device.h"
 
+#include <cstdio>
+
 #include "../../common/errors.h"
 
 namespace cca {
 
 namespace {
 
-thread_local std::string t_last_error;
+// A plain array, not a std::string: a call that fails while the process exits (after the
+// thread's thread_local destructors ran) must still be able to record why.
+thread_local char t_last_error[512];
 thread_local cu::CUcontext t_current = nullptr;  // avoids a driver call per operation
 
 cu::CUstream as_stream(StreamId s) { return reinterpret_cast<cu::CUstream>(static_cast<std::uintptr_t>(s)); }
@@ -32,11 +36,11 @@ CudaDevice::~CudaDevice() {
   if (context_ != nullptr) api_.cuDevicePrimaryCtxRelease_v2(device_);
 }
 
-std::string CudaDevice::last_error() const { return t_last_error; }
+std::string CudaDevice::last_error() const { return std::string(t_last_error); }
 
 Status CudaDevice::check(cu::CUresult r, const char* call) {
   if (r == cu::CUDA_SUCCESS) return Status::kOk;
-  t_last_error = std::string(call) + ": " + lib_.describe(r);
+  std::snprintf(t_last_error, sizeof t_last_error, "%s: %s", call, lib_.describe(r).c_str());
   switch (r) {
     case cu::CUDA_ERROR_OUT_OF_MEMORY: return Status::kOutOfMemory;
     case cu::CUDA_ERROR_NOT_READY: return Status::kNotReady;
