@@ -194,6 +194,7 @@ test('NVRTC: compile, load, launch (where NVRTC is found)', async () => {
          unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
          if (i < n) p[i] = v * SCALE;
        }\n`;
+  console.log(`     (NVRTC ${info.version} at ${info.path})`);
   const program = await compute.compile(source, { nameExpressions: ['fill<unsigned int>'], defines: { SCALE: 3 } });
   assert.equal(program.target, 'cubin');
   const m = program.load();
