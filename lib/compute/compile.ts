@@ -62,15 +62,20 @@ export function compile(source: string, options?: CompileOptions): Promise<Compi
   checkString('source', source);
   const o = checkOptions<CompileOptions>('compile options', options, COMPILE_OPTIONS);
   const name = o.name === undefined ? 'program.cu' : checkString('options.name', o.name);
+  // Every argument is checked before anything else: a bad one throws at once, whatever the machine.
+  const chosenArch = o.arch === undefined ? undefined : checkArch(o.arch);
+  const device = o.device === undefined ? undefined : resolveDevice(o.device, 'options.device');
+  const defines = defineFlags(o.defines);
+  const extra = stringList('options.options', o.options);
+  const headers = o.headers === undefined ? {} : stringRecord('options.headers', o.headers);
+  const expressions = stringList('options.nameExpressions', o.nameExpressions);
   const info = native.compilerInfo();
   if (!info.available) {
     return Promise.reject(new CompileError(`cannot compile: ${info.reason}`, 'ERR_CCA_NVRTC_UNAVAILABLE'));
   }
-  const arch = o.arch === undefined ? defaultArch(o.device, info) : checkArch(o.arch);
+  const arch = chosenArch ?? defaultArch(device, info);
   const cubin = arch.startsWith('sm_');
-  const flags = [`--gpu-architecture=${arch}`, ...defineFlags(o.defines), ...stringList('options.options', o.options)];
-  const headers = o.headers === undefined ? {} : stringRecord('options.headers', o.headers);
-  const expressions = stringList('options.nameExpressions', o.nameExpressions);
+  const flags = [`--gpu-architecture=${arch}`, ...defines, ...extra];
   const key = JSON.stringify([source, name, flags, headers, expressions]);
   let pending = cache.get(key);
   if (pending === undefined) {
@@ -102,7 +107,7 @@ async function run(source: string, name: string, flags: string[], headers: Recor
 }
 
 function defaultArch(device: number | undefined, info: CompilerInfo): string {
-  const props = getDeviceProperties(resolveDevice(device, 'options.device'));
+  const props = getDeviceProperties(device);
   if (!props.simulated && props.major > 0) return `sm_${props.major}${props.minor}`;
   const oldest = info.architectures.length > 0 ? Math.min(...info.architectures) : 75;
   return `compute_${oldest}`;

@@ -4,7 +4,7 @@
 // history settings, pools, the current device. New public functions belong in CALLS.
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
-  DeviceBuffer, MemPool, Stream, analysis, cuda, encodeSnapshot, formatSize, loadSnapshot, memory, monitoring, parseSnapshot,
+  DeviceBuffer, MemPool, Stream, analysis, compute, cuda, encodeSnapshot, formatSize, loadSnapshot, memory, monitoring, parseSnapshot,
   use_mem_pool,
 } from '../../lib/index.js';
 import { capture } from '../../lib/history/record.js';
@@ -152,6 +152,29 @@ const CALLS: Call[] = [
   { name: 'DeviceBuffer methods', param: 'buffer', valid: kinds.none, extra: () => [S.freed, S.stale, ...forgedBuffer()],
     call: (v) => DeviceBuffer.prototype.copyTo.call(v as DeviceBuffer, new Uint8Array(4)) },
   { name: 'Stream methods', param: 'stream', valid: kinds.none, extra: badStreams, call: (v) => Stream.prototype.synchronize.call(v as Stream) },
+  // compute (the simulator runs no kernels: what needs one is in test/contract/compute.test.ts)
+  { name: 'compute.Module.load', param: 'image', valid: (v) => typeof v === 'string' || ArrayBuffer.isView(v), call: (v) => compute.Module.load(v as string) },
+  { name: 'compute.Module.load', param: 'options', valid: kinds.options, extra: badOptions(['device', 'names']), call: (v) => compute.Module.load('x', v as never) },
+  { name: 'compute.Module.load', param: 'options.device', valid: kinds.device, call: (v) => compute.Module.load('x', { device: v as number }) },
+  { name: 'compute.launchLimits', param: 'device', valid: kinds.device, call: (v) => compute.launchLimits(v as number) },
+  { name: 'compute.compile', param: 'source', valid: kinds.string, call: (v) => compute.compile(v as string) },
+  { name: 'compute.compile', param: 'options', valid: kinds.options, extra: badOptions(['arch', 'defines']), call: (v) => compute.compile('', v as never) },
+  { name: 'compute.compile', param: 'options.arch', valid: (v) => v === undefined, extra: () => ['sm90', 'gfx90a', 'sm_'], call: (v) => compute.compile('', { arch: v as string }) },
+  { name: 'compute.compile', param: 'options.defines', valid: (v) => v === undefined || kinds.options(v), extra: () => [{ 'a-b': 1 }, { A: {} }],
+    call: (v) => compute.compile('', { defines: v as never }) },
+  { name: 'compute.compile', param: 'options.nameExpressions', valid: (v) => v === undefined || (Array.isArray(v) && v.length === 0), extra: () => [[1]],
+    call: (v) => compute.compile('', { nameExpressions: v as string[] }) },
+  { name: 'compute.compile', param: 'options.headers', valid: (v) => v === undefined || kinds.options(v), extra: () => [{ 'a.h': 1 }],
+    call: (v) => compute.compile('', { headers: v as never }) },
+  { name: 'new compute.Event', param: 'options', valid: kinds.options, extra: badOptions(['device', 'timing']), call: (v) => new compute.Event(v as never) },
+  { name: 'new compute.Event', param: 'options.device', valid: kinds.device, call: (v) => new compute.Event({ device: v as number }) },
+  { name: 'new compute.Event', param: 'options.timing', valid: kinds.optionalBool, call: (v) => new compute.Event({ timing: v as boolean }) },
+  { name: 'event.record', param: 'stream', valid: (v) => v === undefined, extra: badStreams, call: (v) => new compute.Event().record(v as Stream) },
+  { name: 'event.elapsedTime', param: 'end', valid: kinds.none, extra: () => [Object.create(compute.Event.prototype)], call: (v) => new compute.Event({ timing: true }).elapsedTime(v as never) },
+  { name: 'stream.waitEvent', param: 'event', valid: kinds.none, extra: () => [Object.create(compute.Event.prototype)], call: (v) => S.side.waitEvent(v as never) },
+  { name: 'stream.waitStream', param: 'other', valid: kinds.none, extra: badStreams, call: (v) => S.side.waitStream(v as Stream) },
+  { name: 'buf.view', param: 'offset', valid: (v) => isInt(v, 0, 4096), call: (v) => S.buf.view(v as number) },
+  { name: 'buf.view', param: 'bytes', valid: (v) => v === undefined || isInt(v, 0, 4096), call: (v) => S.buf.view(0, v as number) },
   // memory
   ...(['memory_stats', 'memory_stats_as_nested_dict', 'memory_allocated', 'max_memory_allocated', 'memory_reserved',
     'max_memory_reserved', 'reset_peak_memory_stats', 'reset_accumulated_memory_stats', 'empty_cache', 'mem_get_info',

@@ -90,7 +90,58 @@ void expandable_on(Device& d, CopyEngine& c) {
   CHECK_VALID(a);
 }
 
+bool g_called = false;
+void note_call(void* flag) { *static_cast<bool*>(flag) = true; }
+
+// Events with timing, a stream waiting for another, host functions: on every backend; the
+// parts that need work held back run where a Holder can hold it.
+void ordering_contract(Device& d, const Holder& h) {
+  StreamId s1 = 0, s2 = 0;
+  CHECK(d.stream_create(&s1) == Status::kOk);
+  CHECK(d.stream_create(&s2) == Status::kOk);
+  EventId a = 0, b = 0, plain = 0;
+  CHECK(d.event_create_timed(&a) == Status::kOk);
+  CHECK(d.event_create_timed(&b) == Status::kOk);
+  CHECK(d.event_create(&plain) == Status::kOk);
+  CHECK(d.event_record(a, s1) == Status::kOk);
+  CHECK(d.event_record(b, s1) == Status::kOk);
+  CHECK(d.event_synchronize(b) == Status::kOk);
+  float ms = -1;
+  CHECK(d.event_elapsed_ms(a, b, &ms) == Status::kOk);
+  CHECK(ms >= 0 && ms < 10000);
+  CHECK(d.event_record(plain, s1) == Status::kOk);
+  CHECK(d.event_synchronize(plain) == Status::kOk);
+  CHECK(d.event_elapsed_ms(a, plain, &ms) == Status::kInvalidValue);  // made without timing
+  g_called = false;
+  CHECK(d.stream_add_callback(s1, note_call, &g_called) == Status::kOk);
+  CHECK(d.stream_synchronize(s1) == Status::kOk);
+  CHECK(g_called);
+  if (h.hold) {
+    h.hold(s1, true);
+    CHECK(d.event_record(a, s1) == Status::kOk);
+    CHECK(d.event_query(a) == Status::kNotReady);
+    CHECK(d.stream_wait_event(s2, a) == Status::kOk);
+    CHECK(d.event_record(b, s2) == Status::kOk);
+    CHECK(d.event_query(b) == Status::kNotReady);  // behind the wait
+    CHECK(d.event_elapsed_ms(a, b, &ms) == Status::kNotReady);
+    g_called = false;
+    CHECK(d.stream_add_callback(s2, note_call, &g_called) == Status::kOk);
+    CHECK(!g_called);
+    CHECK(d.stream_query(s2) == Status::kNotReady);
+    h.complete(s1);  // the held work completes, and with it what waited for it
+    h.hold(s1, false);
+    CHECK(d.event_query(a) == Status::kOk);
+    CHECK(d.event_query(b) == Status::kOk);
+    CHECK(g_called);
+    CHECK(d.stream_query(s2) == Status::kOk);
+  }
+  for (EventId e : {a, b, plain}) CHECK(d.event_destroy(e) == Status::kOk);
+  CHECK(d.stream_destroy(s1) == Status::kOk);
+  CHECK(d.stream_destroy(s2) == Status::kOk);
+}
+
 void allocator_on(Device& d, CopyEngine& c, const Holder& h) {
+  ordering_contract(d, h);
   expandable_on(d, c);
   DeviceCachingAllocator a(d, AllocatorConfig{});
   DevicePtr p = a.malloc(1000, 0);
