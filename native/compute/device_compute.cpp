@@ -49,7 +49,7 @@ ModuleId DeviceCompute::load_module(const void* image, std::size_t bytes) {
     throw InvalidArgumentError("loading a module on device " + std::to_string(device_.index()) +
                                    ": the driver refused the image (" + device_.last_error() +
                                    "); give CUBIN or a fatbin built for this GPU's architecture, or PTX no newer than "
-                                   "the driver (compile with NVRTC for the device: cuda.compute.compile)",
+                                   "the driver (compile for the device with compute.compile)",
                                "ERR_CCA_INVALID_MODULE");
   }
   if (s != Status::kOk) fail("loading a module", s);
@@ -86,7 +86,7 @@ LoadedFunction DeviceCompute::get_function(ModuleId module, const std::string& n
   if (s == Status::kNotFound || s == Status::kInvalidValue) {
     throw InvalidArgumentError("the module has no kernel named \"" + name +
                                    "\": a C++ kernel's name is mangled unless it is declared extern \"C\" (with "
-                                   "cuda.compute.compile, list it in nameExpressions and take it by that expression)",
+                                   "compute.compile, list it in nameExpressions and take it by that expression)",
                                "ERR_CCA_KERNEL_NOT_FOUND");
   }
   if (s != Status::kOk) fail("getting a kernel", s);

@@ -72,6 +72,16 @@ CUresult affine(const unsigned char* p, std::uint64_t threads) {
   return kSuccess;
 }
 
+// scale(float* y, float a, unsigned n): y[i] *= a (docs/compute.md's example)
+CUresult scale(const unsigned char* p, std::uint64_t threads) {
+  const auto y = arg<unsigned long long>(p, 0);
+  const float a = arg<float>(p, 8);
+  const std::uint64_t n = std::min<std::uint64_t>(arg<unsigned>(p, 12), threads);
+  if (n > 0 && !inside(y, n * 4)) return kIllegalAddress;
+  for (std::uint64_t i = 0; i < n; ++i) reinterpret_cast<float*>(y)[i] *= a;
+  return kSuccess;
+}
+
 // sum_f32(const float* x, float* out, unsigned n): *out += x[0..n)
 CUresult sum_f32(const unsigned char* p, std::uint64_t threads) {
   const auto x = arg<unsigned long long>(p, 0), out = arg<unsigned long long>(p, 8);
@@ -102,6 +112,7 @@ const std::map<std::string, Kernel>& kernels() {
       {"fill_u32", {{{0, 8}, {8, 4}, {12, 4}}, fill_u32}},
       {"fill_u64", {{{0, 8}, {8, 8}, {16, 4}}, fill_u64}},
       {"affine", {{{0, 8}, {8, 8}, {16, 4}}, affine}},
+      {"scale", {{{0, 8}, {8, 4}, {12, 4}}, scale}},
       {"sum_f32", {{{0, 8}, {8, 8}, {16, 4}}, sum_f32}},
       {"noop", {{{0, 8}, {8, 4}}, noop}},
       {"wait_flag", {{{0, 8}}, wait_flag}},

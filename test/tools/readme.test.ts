@@ -8,6 +8,15 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../support/temp-dir.js';
 
+// Examples that run kernels need the cuda backend: here our fake driver and fake NVRTC
+// (built by the C++ tests), whose kernels are CPU functions of the same names.
+const FAKE = new URL('../../build-tests/libfakecuda.so', import.meta.url).pathname;
+const FAKE_NVRTC = new URL('../../build-tests/libfakenvrtc.so', import.meta.url).pathname;
+function envFor(code: string): NodeJS.ProcessEnv {
+  if (!/\bcompute\./.test(code)) return { ...process.env, CCA_DEVICE: 'sim' };
+  return { ...process.env, CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_NVRTC_PATH: FAKE_NVRTC };
+}
+
 describe('README example', () => {
   it('every js example runs as written', () => {
     const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
@@ -18,19 +27,20 @@ describe('README example', () => {
       const dir = tempDir('cca-readme-');
       const file = join(dir, 'example.mjs');
       writeFileSync(file, code.replace("'cuda-caching-allocator'", JSON.stringify(entry)));
-      execFileSync(process.execPath, [file], { cwd: dir, encoding: 'utf8', env: { ...process.env, CCA_DEVICE: 'sim' } });
+      const out = execFileSync(process.execPath, [file], { cwd: dir, encoding: 'utf8', env: envFor(code) });
+      for (const m of code.matchAll(/console\.log\((.*?)\);\s*\/\/ (Float32Array\(\d+\) \[[^\]]*\])/g)) expect(out).toContain(m[2]);
     }
   });
 
   it('every js example in docs/ runs too (with the import added where a block has none)', () => {
-    const docs = ['api.md', 'history-and-snapshots.md', 'tools.md', 'monitoring.md'];
+    const docs = ['api.md', 'history-and-snapshots.md', 'tools.md', 'monitoring.md', 'compute.md'];
     // The monitoring peers, resolved from this repository (the examples run from a temp folder).
     const peers = new Map(['prom-client', '@opentelemetry/api', '@opentelemetry/sdk-metrics'].map((name) =>
       [name, pathToFileURL(createRequire(import.meta.url).resolve(name)).href]));
     const localize = (code: string) => code.replace(/from '(prom-client|@opentelemetry\/[a-z-]+)'/g, (_m, name: string) => `from ${JSON.stringify(peers.get(name))}`)
       .replace(/^import \{[^}]*\} from 'cuda-caching-allocator';\n/m, '');
     const entry = new URL('../../dist/index.js', import.meta.url).href;
-    const header = `import { cuda, memory, analysis, MemPool, use_mem_pool, loadSnapshot, Stream, DeviceBuffer, CudaOutOfMemoryError } from ${JSON.stringify(entry)};\n`;
+    const header = `import { cuda, compute, memory, analysis, MemPool, use_mem_pool, loadSnapshot, Stream, DeviceBuffer, CudaOutOfMemoryError } from ${JSON.stringify(entry)};\n`;
     let ran = 0;
     for (const doc of docs) {
       const text = readFileSync(new URL(`../../docs/${doc}`, import.meta.url), 'utf8');
@@ -40,7 +50,8 @@ describe('README example', () => {
         const dir = tempDir('cca-docs-');
         const file = join(dir, 'example.mjs');
         writeFileSync(file, header.replace('CudaOutOfMemoryError }', 'CudaOutOfMemoryError, monitoring }') + localize(code));
-        execFileSync(process.execPath, [file], { cwd: dir, encoding: 'utf8', env: { ...process.env, CCA_DEVICE: 'sim' } });
+        const out = execFileSync(process.execPath, [file], { cwd: dir, encoding: 'utf8', env: envFor(code) });
+        for (const c of code.matchAll(/console\.log\((.*?)\);\s*\/\/ (Float32Array\(\d+\) \[[^\]]*\]|true)/g)) expect(out).toContain(c[2]);
         ran++;
       }
     }
