@@ -161,6 +161,20 @@ export interface NativeBinding {
   streamWaitEvent(device: number, stream: number, event: number): void;
   /** Resolves once the work queued on the stream so far is done. */
   streamDone(device: number, stream: number): Promise<void>;
+  hostStatKeys(): string[];
+  /** host_memory_stats() values in hostStatKeys() order. */
+  hostMemoryStats(): Float64Array;
+  resetPeakHostStats(): void;
+  resetAccumulatedHostStats(): void;
+  emptyHostCache(): void;
+  /** A pinned block of at least `size` bytes, as an ArrayBuffer over it (`size` long). */
+  hostAlloc(size: number): ArrayBuffer;
+  /** Gives the block back and detaches the ArrayBuffer. */
+  hostFree(buffer: ArrayBuffer): void;
+  copyToDeviceAsync(device: number, base: number, offset: number, host: ArrayBufferView, stream: number, record: boolean): void;
+  copyToHostAsync(device: number, base: number, offset: number, host: ArrayBufferView, stream: number, record: boolean): void;
+  copyDeviceAsync(device: number, dstBase: number, dstOffset: number, dstBytes: number, srcBase: number, srcOffset: number,
+    srcBytes: number, stream: number, record: boolean): void;
   compilerInfo(): CompilerInfo;
   compile(source: string, name: string, options: string[], headerNames: string[], headerSources: string[],
     nameExpressions: string[], cubin: boolean): Promise<{ ok: boolean; error: string; log: string; image: Uint8Array; lowered: [string, string][] }>;

@@ -25,7 +25,8 @@ export function probe(): CudaProbe {
 }
 
 export { Stream, defaultStream } from './stream.js';
-export { DeviceBuffer } from './device-buffer.js';
+export { DeviceBuffer, type AsyncCopyOptions } from './device-buffer.js';
+export { HostBuffer, allocHost } from './host-buffer.js';
 export {
   currentDevice,
   deviceCount,

@@ -8,6 +8,46 @@ import { generation } from './generation.js';
 import { capture, sampleStack } from './history/record.js';
 import { stacks } from './history/stack-store.js';
 import { BufferView } from './compute/buffer-view.js';
+import { HostBuffer } from './host-buffer.js';
+import { InvalidArgumentError } from './errors.js';
+import { Stream as StreamClass } from './stream.js';
+import { checkOptions } from './validate.js';
+
+export interface AsyncCopyOptions {
+  /** Where in this buffer, in bytes (default 0). */
+  offset?: number;
+  /** The stream to queue on (default: the buffer's stream). */
+  stream?: Stream;
+  /** Whether a device buffer of another stream is recorded on this one (default true). */
+  recordStreams?: boolean;
+}
+
+function asyncOptions(op: string, options: unknown): { offset: number; stream: Stream | undefined; record: boolean } {
+  const o = checkOptions<AsyncCopyOptions>(`${op} options`, options, ['offset', 'stream', 'recordStreams']);
+  const offset = o.offset === undefined ? 0 : checkInteger('options.offset', o.offset, 0, Number.MAX_SAFE_INTEGER);
+  let stream: Stream | undefined;
+  if (o.stream !== undefined) {
+    if (!StreamClass.isStream(o.stream)) throw typeError('a Stream', 'options.stream', o.stream);
+    o.stream.assertUsable('options.stream');
+    stream = o.stream;
+  }
+  const record = o.recordStreams === undefined ? true : o.recordStreams;
+  if (typeof record !== 'boolean') throw typeError('a boolean', 'options.recordStreams', record);
+  return { offset, stream, record };
+}
+
+function hostView(op: string, value: unknown): ArrayBufferView {
+  if (HostBuffer.isHostBuffer(value)) {
+    if (value.disposed) throw new InvalidArgumentError(`${op}: the HostBuffer was freed`, 'ERR_CCA_NOT_PINNED');
+    return value.array;
+  }
+  if (ArrayBuffer.isView(value)) return value;
+  throw typeError('a HostBuffer, a typed array over one, or a DeviceBuffer', `${op} ${op === 'copyToAsync' ? 'dst' : 'src'}`, value);
+}
+
+function streamMismatch(got: number, want: number, what = 'options.stream'): InvalidArgumentError {
+  return new InvalidArgumentError(`${what} is on device ${got} but the buffer is on device ${want}`, 'ERR_CCA_DEVICE_MISMATCH');
+}
 
 // Only cuda.alloc() holds this: a DeviceBuffer cannot be made by hand (`new DeviceBuffer(ptr,
 // 1e9, ...)` would otherwise pass every TypeScript check). The addon refuses a forged range
@@ -91,6 +131,58 @@ export class DeviceBuffer {
     bytes = bytes === undefined ? this.size - offset : checkInteger('bytes', bytes, 0, this.size - offset);
     if (bytes > 0) native.fill(this.device, this.ptr, offset, value, bytes);
     return this;
+  }
+
+  /**
+   * Queues a copy into this buffer at `offset` on `stream` (default: the buffer's stream)
+   * and returns without waiting (await stream.done()). The source is pinned host memory
+   * (a HostBuffer, or a typed array over one) or a DeviceBuffer / BufferView of the same
+   * device. The source is recorded as used by the stream, so freeing it waits for the copy;
+   * with `recordStreams` (default true) a device buffer of another stream is recorded too,
+   * as a kernel launch records it. Pageable memory is `ERR_CCA_NOT_PINNED`: use copyFrom.
+   */
+  copyFromAsync(src: HostBuffer | ArrayBufferView | DeviceBuffer | BufferView, options?: AsyncCopyOptions): this {
+    DeviceBuffer.#assertLive(this, 'copyFromAsync');
+    const o = asyncOptions('copyFromAsync', options);
+    const stream = o.stream ?? this.stream;
+    if (stream.device !== this.device) throw streamMismatch(stream.device, this.device);
+    if (DeviceBuffer.isDeviceBuffer(src) || src instanceof BufferView) {
+      const buf = src instanceof BufferView ? src.buffer : src;
+      const srcOffset = src instanceof BufferView ? src.offset : 0;
+      DeviceBuffer.#assertLive(buf, 'copyFromAsync');
+      if (buf.device !== this.device) throw streamMismatch(buf.device, this.device, 'src');
+      this.#checkLength('copyFromAsync', src.size, o.offset);
+      if (src.size > 0) {
+        native.copyDeviceAsync(this.device, this.ptr, o.offset, src.size, buf.ptr, srcOffset, src.size, stream.handle, o.record);
+      }
+      return this;
+    }
+    const view = hostView('copyFromAsync', src);
+    this.#checkLength('copyFromAsync', view.byteLength, o.offset);
+    if (view.byteLength > 0) native.copyToDeviceAsync(this.device, this.ptr, o.offset, view, stream.handle, o.record);
+    return this;
+  }
+
+  /**
+   * Queues a copy of `dst`'s length from `offset` into pinned host memory `dst` on `stream`
+   * (default: the buffer's stream); await stream.done() before reading `dst`.
+   */
+  copyToAsync<T extends HostBuffer | ArrayBufferView>(dst: T, options?: AsyncCopyOptions): T {
+    DeviceBuffer.#assertLive(this, 'copyToAsync');
+    const o = asyncOptions('copyToAsync', options);
+    const stream = o.stream ?? this.stream;
+    if (stream.device !== this.device) throw streamMismatch(stream.device, this.device);
+    const view = hostView('copyToAsync', dst);
+    this.#checkLength('copyToAsync', view.byteLength, o.offset);
+    if (view.byteLength > 0) native.copyToHostAsync(this.device, this.ptr, o.offset, view, stream.handle, o.record);
+    return dst;
+  }
+
+  #checkLength(op: string, length: number, offset: number): void {
+    if (offset + length > this.size) {
+      throw rangeError(`at most ${this.size - offset} bytes (the buffer holds ${this.size} from offset ${offset})`,
+        `${op} length`, length, '; copy less or use a larger buffer');
+    }
   }
 
   /**

@@ -5,6 +5,7 @@ export * as compute from './compute/index.js';
 export * as analysis from './analysis/index.js';
 export * as monitoring from './monitoring/index.js';
 export { DeviceBuffer } from './device-buffer.js';
+export { HostBuffer } from './host-buffer.js';
 export { MemPool, use_mem_pool } from './mem-pool.js';
 export { Stream, defaultStream } from './stream.js';
 export { loadSnapshot, parseSnapshot, DEFAULT_MAX_SNAPSHOT_BYTES, type LoadOptions } from './snapshot/load.js';

@@ -53,14 +53,55 @@ export type NestedStats = { [key: string]: number | NestedStats };
 
 /** The same stats nested at each dot: `{ allocated_bytes: { all: { current } } }`. */
 export function memory_stats_as_nested_dict(device?: number): NestedStats {
+  return nested(memory_stats(device));
+}
+
+function nested(flat: Record<string, number>): NestedStats {
   const out: NestedStats = {};
-  for (const [key, value] of Object.entries(memory_stats(device))) {
+  for (const [key, value] of Object.entries(flat)) {
     const parts = key.split('.');
     let node = out;
     for (const part of parts.slice(0, -1)) node = (node[part] ??= {}) as NestedStats;
     node[parts[parts.length - 1]!] = value;
   }
   return out;
+}
+
+let hostKeys: string[] | undefined;
+
+/**
+ * The pinned host allocator's statistics, with PyTorch's keys: `allocations`,
+ * `allocated_bytes` (blocks owned, cached ones included, at their rounded sizes),
+ * `active_requests`, `active_bytes` (handed out and not yet reusable), each
+ * `.{current,peak,allocated,freed}`; `num_host_alloc`, `num_host_free`; and
+ * `host_alloc_time` / `host_free_time` `.{total,max,min,count,avg}` in microseconds.
+ */
+export function host_memory_stats(): Record<string, number> {
+  const names = (hostKeys ??= native.hostStatKeys());
+  const values = native.hostMemoryStats();
+  const out: Record<string, number> = {};
+  for (let i = 0; i < names.length; i++) out[names[i]!] = values[i]!;
+  return out;
+}
+
+/** host_memory_stats() nested at each dot. */
+export function host_memory_stats_as_nested_dict(): NestedStats {
+  return nested(host_memory_stats());
+}
+
+/** Resets the peaks of the host allocator's statistics to their current values. */
+export function reset_peak_host_memory_stats(): void {
+  native.resetPeakHostStats();
+}
+
+/** Zeroes the host allocator's allocated/freed totals, its counters and its timings. */
+export function reset_accumulated_host_memory_stats(): void {
+  native.resetAccumulatedHostStats();
+}
+
+/** Returns the cached pinned blocks whose copies completed to the system. */
+export function empty_host_cache(): void {
+  native.emptyHostCache();
 }
 
 /** Bytes held by live allocations (`allocated_bytes.all.current`). */

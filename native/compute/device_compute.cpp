@@ -15,8 +15,9 @@ std::string dims(const unsigned v[3]) {
 
 }  // namespace
 
-DeviceCompute::DeviceCompute(Device& device, KernelEngine* kernels, DeviceCachingAllocator& allocator)
-    : device_(device), kernels_(kernels), allocator_(allocator) {}
+DeviceCompute::DeviceCompute(Device& device, KernelEngine* kernels, CopyEngine& copies,
+                             DeviceCachingAllocator& allocator, HostCachingAllocator& host)
+    : device_(device), kernels_(kernels), copies_(copies), allocator_(allocator), host_(host) {}
 
 DeviceCompute::~DeviceCompute() {
   // The context may be lost (a kernel fault): teardown ignores the statuses it gets.
@@ -220,6 +221,66 @@ void DeviceCompute::launch(FunctionId function, const LaunchShape& shape, Stream
   }
   LaunchCall call{&k, function, &shape, stream, params, param_bytes};
   allocator_.enqueue_on_buffers(stream, uses, use_count, record, "launching a kernel", enqueue_launch, &call);
+}
+
+void DeviceCompute::require_pinned(const void* host, std::size_t bytes, const char* what) const {
+  if (!host_.contains(host, bytes)) {
+    throw InvalidArgumentError(std::string(what) + ": the host range is not pinned memory from cuda.allocHost() (or "
+                                   "was freed); an asynchronous copy needs it, since pageable memory may move before "
+                                   "the copy runs. Use copyFrom/copyTo for pageable memory",
+                               "ERR_CCA_NOT_PINNED");
+  }
+}
+
+namespace {
+struct CopyCall {
+  CopyEngine* copies;
+  enum { kToDevice, kToHost, kDevice } kind;
+  DevicePtr device_address;
+  DevicePtr source_address;  // kDevice only
+  void* host;
+  std::size_t bytes;
+  StreamId stream;
+};
+Status enqueue_copy(void* context) {
+  auto* c = static_cast<CopyCall*>(context);
+  switch (c->kind) {
+    case CopyCall::kToDevice: return c->copies->memcpy_htod(c->device_address, c->host, c->bytes, c->stream);
+    case CopyCall::kToHost: return c->copies->memcpy_dtoh(c->host, c->device_address, c->bytes, c->stream);
+    default: return c->copies->memcpy_dtod(c->device_address, c->source_address, c->bytes, c->stream);
+  }
+}
+}  // namespace
+
+void DeviceCompute::copy_to_device_async(const BufferUse& dst, const void* src, StreamId stream, bool record) {
+  const char* what = "asynchronous copy to the device";
+  require_pinned(src, dst.bytes, what);
+  if (dst.bytes == 0) return;
+  CopyCall call{&copies_, CopyCall::kToDevice, dst.base + dst.offset, 0, const_cast<void*>(src), dst.bytes, stream};
+  allocator_.enqueue_on_buffers(stream, &dst, 1, record, what, enqueue_copy, &call);
+  host_.record_use(src, dst.bytes, device_.index(), stream);
+}
+
+void DeviceCompute::copy_to_host_async(void* dst, const BufferUse& src, StreamId stream, bool record) {
+  const char* what = "asynchronous copy to the host";
+  require_pinned(dst, src.bytes, what);
+  if (src.bytes == 0) return;
+  CopyCall call{&copies_, CopyCall::kToHost, src.base + src.offset, 0, dst, src.bytes, stream};
+  allocator_.enqueue_on_buffers(stream, &src, 1, record, what, enqueue_copy, &call);
+  host_.record_use(dst, src.bytes, device_.index(), stream);
+}
+
+void DeviceCompute::copy_device_async(const BufferUse& dst, const BufferUse& src, StreamId stream, bool record) {
+  const char* what = "asynchronous copy between device buffers";
+  if (dst.bytes != src.bytes) {
+    throw InvalidArgumentError(std::string(what) + ": the ranges differ in length (" + std::to_string(src.bytes) +
+                                   " and " + std::to_string(dst.bytes) + " bytes)",
+                               "ERR_INVALID_ARG_VALUE");
+  }
+  if (dst.bytes == 0) return;
+  const BufferUse both[] = {dst, src};
+  CopyCall call{&copies_, CopyCall::kDevice, dst.base + dst.offset, src.base + src.offset, nullptr, dst.bytes, stream};
+  allocator_.enqueue_on_buffers(stream, both, 2, record, what, enqueue_copy, &call);
 }
 
 bool DeviceCompute::event_timed_locked(EventId event, const char* what) const {

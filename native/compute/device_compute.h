@@ -13,6 +13,7 @@
 #include "../allocator/policy/caching_allocator.h"
 #include "../device/device.h"
 #include "../device/kernels.h"
+#include "../host/host_caching_allocator.h"
 
 namespace cca {
 
@@ -28,7 +29,8 @@ struct LoadedFunction {
 class DeviceCompute {
  public:
   // `kernels` is null where the backend runs no kernels.
-  DeviceCompute(Device& device, KernelEngine* kernels, DeviceCachingAllocator& allocator);
+  DeviceCompute(Device& device, KernelEngine* kernels, CopyEngine& copies, DeviceCachingAllocator& allocator,
+                HostCachingAllocator& host);
   ~DeviceCompute();  // unloads what is still loaded, destroys the events still alive
   DeviceCompute(const DeviceCompute&) = delete;
   DeviceCompute& operator=(const DeviceCompute&) = delete;
@@ -46,6 +48,14 @@ class DeviceCompute {
   // checked against the device's limits first.
   void launch(FunctionId function, const LaunchShape& shape, StreamId stream, const void* params,
               std::size_t param_bytes, const BufferUse* uses, std::size_t use_count, bool record);
+
+  // Copies queued on `stream`, not waited for. The device ranges go through the allocator as
+  // a launch's buffers do (checked; recorded on `stream` when `record`); the host range
+  // must lie in one live block of the host allocator, which is marked as used by `stream`
+  // (so freeing it waits for the copy): ERR_CCA_NOT_PINNED otherwise, before anything is queued.
+  void copy_to_device_async(const BufferUse& dst, const void* src, StreamId stream, bool record);
+  void copy_to_host_async(void* dst, const BufferUse& src, StreamId stream, bool record);
+  void copy_device_async(const BufferUse& dst, const BufferUse& src, StreamId stream, bool record);
 
   EventId event_create(bool timing);
   void event_record(EventId event, StreamId stream);
@@ -71,8 +81,11 @@ class DeviceCompute {
   void fail(const char* what, Status s) const;
 
   Device& device_;
+  void require_pinned(const void* host, std::size_t bytes, const char* what) const;
   KernelEngine* kernels_;
+  CopyEngine& copies_;
   DeviceCachingAllocator& allocator_;
+  HostCachingAllocator& host_;
   mutable std::mutex mu_;
   std::unordered_map<ModuleId, std::vector<FunctionId>> modules_;
   std::unordered_map<FunctionId, FunctionRecord> functions_;

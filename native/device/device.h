@@ -80,6 +80,11 @@ class Device {
   virtual Status event_elapsed_ms(EventId start, EventId end, float* ms) = 0;
   virtual Status stream_wait_event(StreamId stream, EventId event) = 0;
   virtual Status stream_add_callback(StreamId stream, void (*fn)(void*), void* data) = 0;
+
+  // Page-locked host memory, usable by every device's copies (the host caching allocator's
+  // source of memory). kOutOfMemory when the system refuses.
+  virtual Status host_alloc(void** out, std::size_t bytes) = 0;
+  virtual Status host_free(void* ptr) = 0;
 };
 
 // "WHAT failed on device N: STATUS (the backend's last error)": the one wording of every
@@ -98,6 +103,7 @@ class CopyEngine {
   virtual Status memcpy_htod(DevicePtr dst, const void* src, std::size_t bytes, StreamId stream) = 0;
   virtual Status memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) = 0;
   virtual Status memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) = 0;
+  virtual Status memcpy_dtod(DevicePtr dst, DevicePtr src, std::size_t bytes, StreamId stream) = 0;
 };
 
 class KernelEngine;  // kernels.h

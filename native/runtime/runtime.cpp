@@ -5,15 +5,19 @@ namespace cca {
 
 Runtime::Runtime(std::unique_ptr<Platform> platform, const AllocatorConfig& config, std::string note)
     : platform_(std::move(platform)), note_(std::move(note)), config_(config) {
+  std::vector<Device*> devices;
+  for (int i = 0; i < platform_->device_count(); ++i) devices.push_back(&platform_->device(i));
+  host_ = std::make_unique<HostCachingAllocator>(devices);
   for (int i = 0; i < platform_->device_count(); ++i) {
     allocators_.push_back(std::make_unique<DeviceCachingAllocator>(platform_->device(i), config, &platform_->copy_engine(i)));
-    computes_.push_back(
-        std::make_unique<DeviceCompute>(platform_->device(i), platform_->kernel_engine(i), *allocators_.back()));
+    computes_.push_back(std::make_unique<DeviceCompute>(platform_->device(i), platform_->kernel_engine(i),
+                                                        platform_->copy_engine(i), *allocators_.back(), *host_));
   }
 }
 
 Runtime::~Runtime() {
   computes_.clear();    // modules and events go before the memory their work used
+  host_.reset();
   allocators_.clear();  // allocators return their segments before the devices go away
   platform_.reset();
 }

@@ -12,6 +12,7 @@
 #include "../allocator/policy/config.h"
 #include "../compute/device_compute.h"
 #include "../device/device.h"
+#include "../host/host_caching_allocator.h"
 
 namespace cca {
 
@@ -26,6 +27,8 @@ class Runtime {
   DeviceCachingAllocator& allocator(int device);
   // The same range check; the device's kernels and events.
   DeviceCompute& compute(int device);
+  // Pinned host memory, one allocator for every device.
+  HostCachingAllocator& host() { return *host_; }
   Platform& platform() { return *platform_; }
   const std::string& selection_note() const { return note_; }
 
@@ -36,6 +39,7 @@ class Runtime {
  private:
   std::unique_ptr<Platform> platform_;
   std::vector<std::unique_ptr<DeviceCachingAllocator>> allocators_;
+  std::unique_ptr<HostCachingAllocator> host_;
   std::vector<std::unique_ptr<DeviceCompute>> computes_;
   std::string note_;
   mutable std::mutex mu_;

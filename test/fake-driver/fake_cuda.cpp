@@ -47,6 +47,7 @@ std::vector<std::size_t>& used = *new std::vector<std::size_t>;
 std::map<unsigned long long, std::pair<int, std::size_t>>& allocations =
     *new std::map<unsigned long long, std::pair<int, std::size_t>>;  // ptr -> (device, size)
 int fail_allocs = 0;
+std::set<void*>& host_blocks = *new std::set<void*>;
 
 // Takes `size` bytes of the current device's capacity, honouring injected failures; the
 // caller holds `mu`. Shared by cuMemAlloc and cuMemCreate.
@@ -270,6 +271,34 @@ FAKE CUresult cuMemcpyDtoHAsync_v2(void* dst, unsigned long long src, std::size_
   return kSuccess;
 }
 
+FAKE CUresult cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long src, std::size_t n, void* s) {
+  std::lock_guard<std::mutex> lock(mu);
+  FAKE_STICKY();
+  Stream* st = stream_of(s);
+  if (st == nullptr) return kInvalidHandle;
+  if (!inside(dst, n) || !inside(src, n)) return kInvalidValue;
+  enqueue(st, Op{[=] { std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n); }});
+  return kSuccess;
+}
+
+// Pinned host memory is plain host memory here; the fake counts what is live.
+FAKE CUresult cuMemHostAlloc(void** p, std::size_t size, unsigned) {
+  std::lock_guard<std::mutex> lock(mu);
+  FAKE_STICKY();
+  *p = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+  if (*p == nullptr) return kOutOfMemory;
+  host_blocks.insert(*p);
+  return kSuccess;
+}
+
+FAKE CUresult cuMemFreeHost(void* p) {
+  std::lock_guard<std::mutex> lock(mu);
+  FAKE_STICKY();
+  if (!host_blocks.erase(p)) return kInvalidValue;
+  std::free(p);
+  return kSuccess;
+}
+
 FAKE CUresult cuMemsetD8Async(unsigned long long dst, unsigned char v, std::size_t n, void* s) {
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
@@ -347,6 +376,10 @@ FAKE CUresult cuMemUnmap(unsigned long long at, std::size_t size) {
 FAKE void fake_cuda_fail_next_allocs(int n) {
   std::lock_guard<std::mutex> lock(mu);
   fail_allocs = n;
+}
+FAKE std::size_t fake_cuda_live_host_allocations() {
+  std::lock_guard<std::mutex> lock(mu);
+  return host_blocks.size();
 }
 FAKE std::size_t fake_cuda_live_allocations() {
   std::lock_guard<std::mutex> lock(mu);

@@ -1,7 +1,8 @@
 # The layers' include rule, checked on every file under native/ (a ctest: cmake -P).
 # A file may include its own layer and the layers below it:
-#   common  <- device, state, policy, compute, runtime, binding
-#   device  <- policy, compute, runtime, binding (the binding not device/cuda/: it asks device/select)
+#   common  <- device, state, policy, host, compute, runtime, binding
+#   device  <- policy, host, compute, runtime, binding (the binding not device/cuda/: it asks device/select)
+#   host    <- compute, runtime, binding
 #   state   <- policy, compute, runtime, binding
 #   policy  <- compute, runtime, binding
 #   compute <- runtime, binding
@@ -22,6 +23,8 @@ function(layer_of path out)
     set(${out} state PARENT_SCOPE)
   elseif(rel MATCHES "^allocator/policy/")
     set(${out} policy PARENT_SCOPE)
+  elseif(rel MATCHES "^host/")
+    set(${out} host PARENT_SCOPE)
   elseif(rel MATCHES "^compute/")
     set(${out} compute PARENT_SCOPE)
   elseif(rel MATCHES "^runtime/")
@@ -38,9 +41,10 @@ set(allowed_device common device device-cuda)
 set(allowed_device-cuda common device device-cuda)
 set(allowed_state common state)
 set(allowed_policy common device device-cuda state policy)
-set(allowed_compute common device state policy compute)
-set(allowed_runtime common device state policy compute runtime)
-set(allowed_binding common device state policy compute runtime binding)
+set(allowed_host common device host)
+set(allowed_compute common device state policy host compute)
+set(allowed_runtime common device state policy host compute runtime)
+set(allowed_binding common device state policy host compute runtime binding)
 
 file(GLOB_RECURSE files "${native}/*.h" "${native}/*.cpp")
 set(bad "")

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../../common/stat.h"
 #include "block.h"
 
 namespace cca {
@@ -43,22 +44,6 @@ enum class Counter : std::uint8_t {
   kAllocRetry,       // num_alloc_retries: the whole cache released before a last try
   kOom,              // num_ooms
   kSyncAllStreams,   // num_sync_all_streams: every pending free waited for
-};
-
-struct Stat {
-  std::int64_t current = 0;
-  std::int64_t peak = 0;
-  std::int64_t allocated = 0;
-  std::int64_t freed = 0;
-
-  // PyTorch's increase(delta) for delta > 0, decrease(-delta) below 0; without branches,
-  // since an alloc+free pair alternates the sign.
-  void apply(std::int64_t delta) {
-    current += delta;
-    peak = current > peak ? current : peak;
-    allocated += delta > 0 ? delta : 0;
-    freed += delta < 0 ? -delta : 0;
-  }
 };
 
 // The stats kept as they are reported: the two oversize stats and the event counters.

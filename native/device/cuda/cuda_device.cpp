@@ -112,6 +112,21 @@ Status CudaDevice::memset_d8(DevicePtr dst, unsigned char value, std::size_t byt
   return check(api_.cuMemsetD8Async(dst, value, bytes, as_stream(stream)), "cuMemsetD8Async");
 }
 
+Status CudaDevice::memcpy_dtod(DevicePtr dst, DevicePtr src, std::size_t bytes, StreamId stream) {
+  CCA_CONTEXT();
+  return check(api_.cuMemcpyDtoDAsync_v2(dst, src, bytes, as_stream(stream)), "cuMemcpyDtoDAsync");
+}
+
+Status CudaDevice::host_alloc(void** out, std::size_t bytes) {
+  CCA_CONTEXT();
+  return check(api_.cuMemHostAlloc(out, bytes, cu::kMemHostAllocPortable), "cuMemHostAlloc");
+}
+
+Status CudaDevice::host_free(void* ptr) {
+  CCA_CONTEXT();
+  return check(api_.cuMemFreeHost(ptr), "cuMemFreeHost");
+}
+
 Status CudaDevice::stream_create(StreamId* out) {
   CCA_CONTEXT();
   cu::CUstream s = nullptr;

@@ -30,6 +30,9 @@ class CudaDevice final : public Device, public CopyEngine, public KernelEngine {
   Status memcpy_htod(DevicePtr dst, const void* src, std::size_t bytes, StreamId stream) override;
   Status memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) override;
   Status memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) override;
+  Status memcpy_dtod(DevicePtr dst, DevicePtr src, std::size_t bytes, StreamId stream) override;
+  Status host_alloc(void** out, std::size_t bytes) override;
+  Status host_free(void* ptr) override;
 
   std::size_t vmm_granularity() override;
   Status reserve_address(DevicePtr* out, std::size_t size) override;

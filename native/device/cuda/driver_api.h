@@ -58,6 +58,7 @@ constexpr int kAttrMaxSharedPerBlockOptin = 97;
 
 constexpr unsigned kEventDisableTiming = 0x2;        // CU_EVENT_DISABLE_TIMING
 constexpr unsigned kStreamNonBlocking = 0x1;         // CU_STREAM_NON_BLOCKING
+constexpr unsigned kMemHostAllocPortable = 0x1;      // CU_MEMHOSTALLOC_PORTABLE: pinned for every context
 constexpr int kAttrComputeCapabilityMajor = 75;      // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrComputeCapabilityMinor = 76;
 
@@ -119,6 +120,9 @@ struct DriverApi {
   CUresult (*cuMemcpyDtoHAsync_v2)(void*, CUdeviceptr, std::size_t, CUstream);
   CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, std::size_t, CUstream);
   CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
+  CUresult (*cuMemHostAlloc)(void**, std::size_t, unsigned);
+  CUresult (*cuMemFreeHost)(void*);
+  CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr, CUdeviceptr, std::size_t, CUstream);
   CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned);
   CUresult (*cuLaunchHostFunc)(CUstream, CUhostFn, void*);
   CUresult (*cuModuleLoadData)(CUmodule*, const void*);

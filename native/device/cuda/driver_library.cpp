@@ -53,6 +53,9 @@ DriverLibrary::DriverLibrary() {
   CCA_REQUIRED(cuMemcpyDtoHAsync_v2);
   CCA_REQUIRED(cuMemsetD8Async);
   CCA_REQUIRED(cuEventElapsedTime);
+  CCA_REQUIRED(cuMemHostAlloc);
+  CCA_REQUIRED(cuMemFreeHost);
+  CCA_REQUIRED(cuMemcpyDtoDAsync_v2);
   CCA_REQUIRED(cuStreamWaitEvent);
   CCA_REQUIRED(cuLaunchHostFunc);
   CCA_REQUIRED(cuModuleLoadData);

@@ -143,39 +143,115 @@ bool SimDevice::for_each_piece_locked(DevicePtr ptr, std::size_t bytes, F&& fn) 
   return true;
 }
 
+// Copies check their range at once and move bytes when the stream runs them: at once on a
+// stream with nothing held, else when it completes. Host memory must stay valid until then
+// (pinned blocks are kept until the copy's event completes, as on a GPU).
 Status SimDevice::memcpy_htod(DevicePtr dst, const void* src, std::size_t bytes, StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "copy on an unknown stream");
-  const auto* from = static_cast<const unsigned char*>(src);
-  if (!for_each_piece_locked(dst, bytes, [&](unsigned char* mem, std::size_t n) {
-        std::memcpy(mem, from, n);
-        from += n;
-      })) {
+  if (!for_each_piece_locked(dst, bytes, [](unsigned char*, std::size_t) {})) {
     return fail(Status::kInvalidValue, "copy outside device memory");
   }
+  run_or_queue_locked(stream, [this, dst, src, bytes] {
+    const auto* from = static_cast<const unsigned char*>(src);
+    for_each_piece_locked(dst, bytes, [&](unsigned char* mem, std::size_t n) {
+      std::memcpy(mem, from, n);
+      from += n;
+    });
+  });
   return Status::kOk;
 }
 
 Status SimDevice::memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "copy on an unknown stream");
-  auto* to = static_cast<unsigned char*>(dst);
-  if (!for_each_piece_locked(src, bytes, [&](unsigned char* mem, std::size_t n) {
-        std::memcpy(to, mem, n);
-        to += n;
-      })) {
+  if (!for_each_piece_locked(src, bytes, [](unsigned char*, std::size_t) {})) {
     return fail(Status::kInvalidValue, "copy outside device memory");
   }
+  run_or_queue_locked(stream, [this, dst, src, bytes] {
+    auto* to = static_cast<unsigned char*>(dst);
+    for_each_piece_locked(src, bytes, [&](unsigned char* mem, std::size_t n) {
+      std::memcpy(to, mem, n);
+      to += n;
+    });
+  });
+  return Status::kOk;
+}
+
+Status SimDevice::memcpy_dtod(DevicePtr dst, DevicePtr src, std::size_t bytes, StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "copy on an unknown stream");
+  if (!for_each_piece_locked(src, bytes, [](unsigned char*, std::size_t) {}) ||
+      !for_each_piece_locked(dst, bytes, [](unsigned char*, std::size_t) {})) {
+    return fail(Status::kInvalidValue, "copy outside device memory");
+  }
+  run_or_queue_locked(stream, [this, dst, src, bytes] {
+    std::vector<unsigned char> staged(bytes);
+    auto* to = staged.data();
+    for_each_piece_locked(src, bytes, [&](unsigned char* mem, std::size_t n) {
+      std::memcpy(to, mem, n);
+      to += n;
+    });
+    const unsigned char* from = staged.data();
+    for_each_piece_locked(dst, bytes, [&](unsigned char* mem, std::size_t n) {
+      std::memcpy(mem, from, n);
+      from += n;
+    });
+  });
   return Status::kOk;
 }
 
 Status SimDevice::memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "memset on an unknown stream");
-  if (!for_each_piece_locked(dst, bytes, [&](unsigned char* mem, std::size_t n) { std::memset(mem, value, n); })) {
+  if (!for_each_piece_locked(dst, bytes, [](unsigned char*, std::size_t) {})) {
     return fail(Status::kInvalidValue, "memset outside device memory");
   }
+  run_or_queue_locked(stream, [this, dst, value, bytes] {
+    for_each_piece_locked(dst, bytes, [&](unsigned char* mem, std::size_t n) { std::memset(mem, value, n); });
+  });
   return Status::kOk;
+}
+
+Status SimDevice::host_alloc(void** out, std::size_t bytes) {
+  void* p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  if (p == nullptr) return fail(Status::kOutOfMemory, "host memory exhausted");
+  std::lock_guard<std::mutex> lock(mu_);
+  host_blocks_.insert(p);
+  *out = p;
+  return Status::kOk;
+}
+
+Status SimDevice::host_free(void* ptr) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!host_blocks_.erase(ptr)) return fail(Status::kInvalidValue, "free of unknown host memory");
+  }
+  std::free(ptr);
+  return Status::kOk;
+}
+
+std::size_t SimDevice::host_allocations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return host_blocks_.size();
+}
+
+void SimDevice::run_or_queue_locked(StreamId stream, std::function<void()> copy) {
+  auto w = work_.find(stream);
+  const bool behind = w != work_.end() && !w->second.copies.empty();
+  if (behind || blocked_locked(stream)) {
+    work_[stream].copies.push_back(std::move(copy));
+  } else {
+    copy();
+  }
+}
+
+void SimDevice::run_copies_locked(StreamId stream) {
+  auto w = work_.find(stream);
+  if (w == work_.end()) return;
+  std::vector<std::function<void()>> copies = std::move(w->second.copies);
+  w->second.copies.clear();
+  for (auto& c : copies) c();
 }
 
 Status SimDevice::reserve_address(DevicePtr* out, std::size_t size) {
@@ -305,7 +381,7 @@ Status SimDevice::stream_query(StreamId stream) {
     if (ev.stream == stream && ev.pending) return Status::kNotReady;
   }
   auto w = work_.find(stream);
-  if (w != work_.end() && !w->second.callbacks.empty()) return Status::kNotReady;
+  if (w != work_.end() && (!w->second.callbacks.empty() || !w->second.copies.empty())) return Status::kNotReady;
   return Status::kOk;
 }
 
@@ -313,6 +389,10 @@ Status SimDevice::device_synchronize() {
   std::vector<Callback> due;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [stream, w] : work_) {
+      for (auto& c : w.copies) c();
+      w.copies.clear();
+    }
     for (auto& [id, ev] : events_) {
       if (ev.pending) finish_event_locked(ev);
     }
@@ -427,7 +507,7 @@ Status SimDevice::stream_add_callback(StreamId stream, void (*fn)(void*), void* 
     bool behind = blocked_locked(stream);
     for (const auto& [id, ev] : events_) behind = behind || (ev.stream == stream && ev.pending);
     auto w = work_.find(stream);
-    behind = behind || (w != work_.end() && !w->second.callbacks.empty());
+    behind = behind || (w != work_.end() && (!w->second.callbacks.empty() || !w->second.copies.empty()));
     if (behind) {
       work_[stream].callbacks.push_back(Callback{fn, data});
       return Status::kOk;
@@ -470,6 +550,7 @@ void SimDevice::complete_stream_locked(StreamId stream, std::vector<Callback>& d
       }
     }
   }
+  run_copies_locked(stream);
   for (auto& [id, ev] : events_) {
     if (ev.stream == stream && ev.pending) finish_event_locked(ev);
   }
@@ -488,6 +569,9 @@ void SimDevice::complete_unblocked_locked(std::vector<Callback>& due) {
     for (auto& [stream, w] : work_) {
       if (held_streams_.count(stream) || w.awaited.empty()) continue;
       if (blocked_locked(stream)) continue;
+      std::vector<std::function<void()>> copies = std::move(w.copies);
+      w.copies.clear();
+      for (auto& c : copies) c();
       for (auto& [id, ev] : events_) {
         if (ev.stream == stream && ev.pending) finish_event_locked(ev);
       }

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -36,6 +37,10 @@ class SimDevice final : public Device, public CopyEngine {
   Status memcpy_htod(DevicePtr dst, const void* src, std::size_t bytes, StreamId stream) override;
   Status memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) override;
   Status memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) override;
+  Status memcpy_dtod(DevicePtr dst, DevicePtr src, std::size_t bytes, StreamId stream) override;
+  Status host_alloc(void** out, std::size_t bytes) override;
+  Status host_free(void* ptr) override;
+  std::size_t host_allocations() const;
 
   std::size_t vmm_granularity() override { return std::size_t{2} << 20; }
   Status reserve_address(DevicePtr* out, std::size_t size) override;
@@ -93,6 +98,7 @@ class SimDevice final : public Device, public CopyEngine {
   struct StreamWork {
     std::vector<EventId> awaited;
     std::vector<Callback> callbacks;
+    std::vector<std::function<void()>> copies;  // copies queued behind held work, in order
   };
 
   Status fail(Status s, std::string message) const;
@@ -107,6 +113,10 @@ class SimDevice final : public Device, public CopyEngine {
   unsigned char* backing_locked(DevicePtr base, std::size_t len);
   // A stream whose new work cannot complete now: held, or waiting for a pending event.
   bool blocked_locked(StreamId stream);
+  // Runs a copy now, or queues it behind the stream's held work (it lands when the stream
+  // completes, as a GPU's would).
+  void run_or_queue_locked(StreamId stream, std::function<void()> copy);
+  void run_copies_locked(StreamId stream);
   bool event_pending_locked(EventId event) const;
   // Completes the stream's work (and first the work it waits for), then whatever that
   // unblocked; the callbacks that became due are appended to `due`, to run unlocked.
@@ -133,7 +143,8 @@ class SimDevice final : public Device, public CopyEngine {
   std::set<StreamId> held_streams_;
   std::unordered_map<EventId, Event> events_;
   std::unordered_map<StreamId, StreamWork> work_;
-  std::set<EventId> destroyed_;  // destroyed while pending: kept until the work completes
+  std::set<EventId> destroyed_;
+  std::set<void*> host_blocks_;  // destroyed while pending: kept until the work completes
   std::uint64_t next_stream_ = 1;
   std::uint64_t next_event_ = 1;
   int fail_mallocs_ = 0;

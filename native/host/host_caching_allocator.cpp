@@ -1,0 +1,216 @@
+#include "host_caching_allocator.h"
+
+#include <chrono>
+#include <string>
+
+#include "../common/errors.h"
+#include "../common/message_format.h"
+
+namespace cca {
+
+namespace {
+
+// PyTorch's rounding of a pinned request: the next power of two.
+std::size_t round_up_pow2(std::size_t size) {
+  std::size_t p = 1;
+  while (p < size) p <<= 1;
+  return p;
+}
+
+std::int64_t micros_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+void HostDurationStat::add(std::int64_t us) {
+  total += us;
+  max = count == 0 || us > max ? us : max;
+  min = count == 0 || us < min ? us : min;
+  ++count;
+}
+
+HostCachingAllocator::HostCachingAllocator(std::vector<Device*> devices) : devices_(std::move(devices)) {}
+
+HostCachingAllocator::~HostCachingAllocator() {
+  // The context may be lost (a kernel fault): statuses are ignored on the way out. Blocks
+  // still handed out are left alone: JS may hold an ArrayBuffer over one (a runtime replaced
+  // by cuda.sim.configure()), and freeing it would turn that into a window on freed memory.
+  for (const PendingEvent& e : pending_) devices_[static_cast<std::size_t>(e.device)]->event_destroy(e.event);
+  for (auto& [ptr, block] : blocks_) {
+    if (!block->handed_out && block->pending_events == 0) devices_[0]->host_free(block->ptr);
+    delete block;
+  }
+}
+
+void* HostCachingAllocator::allocate(std::size_t size, std::size_t* rounded) {
+  if (size == 0) return nullptr;
+  if (size > (std::size_t{1} << 62)) {
+    throw InvalidArgumentError("pinned host memory of " + format_size(size) + " is more than any machine has",
+                               "ERR_INVALID_ARG_VALUE");
+  }
+  const std::size_t block_size = round_up_pow2(size);
+  if (rounded != nullptr) *rounded = block_size;
+  std::lock_guard<std::mutex> lock(mu_);
+  process_events_locked();
+  auto it = free_.find(block_size);
+  Block* b = nullptr;
+  if (it != free_.end() && !it->second.empty()) {
+    b = it->second.back();
+    it->second.pop_back();
+  } else {
+    void* p = nullptr;
+    const auto t0 = std::chrono::steady_clock::now();
+    Status s = devices_[0]->host_alloc(&p, block_size);
+    stats_.host_alloc_time.add(micros_since(t0));
+    if (s != Status::kOk) {
+      throw device_error(*devices_[0], "allocating " + format_size(block_size) + " of pinned host memory", s);
+    }
+    b = new Block{static_cast<char*>(p), block_size, false, 0, {}};
+    blocks_.emplace(b->ptr, b);
+    ++stats_.num_host_alloc;
+    stats_.allocations.apply(1);
+    stats_.allocated_bytes.apply(static_cast<std::int64_t>(block_size));
+  }
+  b->handed_out = true;
+  stats_.active_requests.apply(1);
+  stats_.active_bytes.apply(static_cast<std::int64_t>(b->size));
+  return b->ptr;
+}
+
+HostCachingAllocator::Block* HostCachingAllocator::find_locked(const void* ptr, std::size_t bytes) const {
+  const char* p = static_cast<const char*>(ptr);
+  auto it = blocks_.upper_bound(p);
+  if (it == blocks_.begin()) return nullptr;
+  --it;
+  Block* b = it->second;
+  if (!b->handed_out || p < b->ptr || bytes > b->size || p + bytes > b->ptr + b->size) return nullptr;
+  return b;
+}
+
+bool HostCachingAllocator::contains(const void* ptr, std::size_t bytes) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return find_locked(ptr, bytes) != nullptr;
+}
+
+bool HostCachingAllocator::record_use(const void* ptr, std::size_t bytes, int device, StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Block* b = find_locked(ptr, bytes);
+  if (b == nullptr) return false;
+  for (const auto& use : b->uses) {
+    if (use.first == device && use.second == stream) return true;
+  }
+  b->uses.emplace_back(device, stream);
+  return true;
+}
+
+void HostCachingAllocator::free(void* ptr) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = blocks_.find(static_cast<const char*>(ptr));
+  if (it == blocks_.end() || !it->second->handed_out) {
+    throw InvalidPointerError("free of pinned host memory: " + hex(reinterpret_cast<std::uintptr_t>(ptr)) +
+                              " is not a live block of the host allocator (freed already?)");
+  }
+  Block* b = it->second;
+  b->handed_out = false;
+  // Work queued on each stream that used the block may still read or write it: an event per
+  // stream, and the block is reusable once all of them completed.
+  std::vector<std::pair<int, StreamId>> uses = std::move(b->uses);
+  b->uses.clear();
+  for (const auto& [device, stream] : uses) {
+    Device& d = *devices_[static_cast<std::size_t>(device)];
+    EventId e = 0;
+    Status s = d.event_create(&e);
+    if (s == Status::kOk) s = d.event_record(e, stream);
+    if (s != Status::kOk) {
+      // Without an event there is no knowing when the copy ends: wait for the stream.
+      if (e != 0) d.event_destroy(e);
+      s = d.stream_synchronize(stream);
+      if (s != Status::kOk) throw device_error(d, "waiting for a copy from pinned host memory", s);
+      continue;
+    }
+    pending_.push_back(PendingEvent{device, e, b});
+    ++b->pending_events;
+  }
+  if (b->pending_events == 0) make_reusable_locked(b);
+}
+
+void HostCachingAllocator::make_reusable_locked(Block* b) {
+  stats_.active_requests.apply(-1);
+  stats_.active_bytes.apply(-static_cast<std::int64_t>(b->size));
+  free_[b->size].push_back(b);
+}
+
+void HostCachingAllocator::process_events_locked() {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    PendingEvent& e = pending_[i];
+    Device& d = *devices_[static_cast<std::size_t>(e.device)];
+    Status s = d.event_query(e.event);
+    if (s == Status::kNotReady) {
+      pending_[kept++] = e;
+      continue;
+    }
+    if (s != Status::kOk) {
+      // Keep the rest as they are (and this one), so the failure loses nothing.
+      for (std::size_t j = i; j < pending_.size(); ++j) pending_[kept++] = pending_[j];
+      pending_.resize(kept);
+      throw device_error(d, "querying a pinned block's copy event", s);
+    }
+    d.event_destroy(e.event);
+    if (--e.block->pending_events == 0) make_reusable_locked(e.block);
+  }
+  pending_.resize(kept);
+}
+
+void HostCachingAllocator::release_locked(Block* b) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s = devices_[0]->host_free(b->ptr);
+  stats_.host_free_time.add(micros_since(t0));
+  if (s != Status::kOk) throw device_error(*devices_[0], "freeing pinned host memory", s);
+  ++stats_.num_host_free;
+  stats_.allocations.apply(-1);
+  stats_.allocated_bytes.apply(-static_cast<std::int64_t>(b->size));
+  blocks_.erase(b->ptr);
+  delete b;
+}
+
+void HostCachingAllocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  process_events_locked();
+  for (auto& [size, list] : free_) {
+    while (!list.empty()) {
+      Block* b = list.back();
+      release_locked(b);
+      list.pop_back();
+    }
+  }
+  free_.clear();
+}
+
+HostStats HostCachingAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void HostCachingAllocator::reset_peak_stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Stat* s : {&stats_.allocations, &stats_.allocated_bytes, &stats_.active_requests, &stats_.active_bytes}) {
+    s->peak = s->current;
+  }
+  stats_.host_alloc_time.max = stats_.host_alloc_time.min = 0;
+  stats_.host_free_time.max = stats_.host_free_time.min = 0;
+}
+
+void HostCachingAllocator::reset_accumulated_stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Stat* s : {&stats_.allocations, &stats_.allocated_bytes, &stats_.active_requests, &stats_.active_bytes}) {
+    s->allocated = 0;
+    s->freed = 0;
+  }
+  stats_.num_host_alloc = stats_.num_host_free = 0;
+  stats_.host_alloc_time = HostDurationStat{};
+  stats_.host_free_time = HostDurationStat{};
+}
+
+}  // namespace cca
