@@ -149,7 +149,10 @@ export class DeviceBuffer {
     if (DeviceBuffer.isDeviceBuffer(src) || src instanceof BufferView) {
       const buf = src instanceof BufferView ? src.buffer : src;
       const srcOffset = src instanceof BufferView ? src.offset : 0;
-      DeviceBuffer.#assertLive(buf, 'copyFromAsync');
+      if (buf.disposed) {
+        throw new InvalidPointerError(`copyFromAsync: src (${buf.size} bytes on device ${buf.device}) was freed`,
+          'ERR_CCA_INVALID_POINTER');
+      }
       if (buf.device !== this.device) throw streamMismatch(buf.device, this.device, 'src');
       this.#checkLength('copyFromAsync', src.size, o.offset);
       if (src.size > 0) {

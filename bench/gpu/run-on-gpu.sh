@@ -36,6 +36,10 @@ if ! CCA_DEVICE=cuda node -e "import('./dist/index.js').then(m => process.exit(m
 fi
 step js_kernels.txt 120 env CCA_DEVICE=cuda node test/conformance/js-kernels.mjs
 step launch.txt 120 env CCA_DEVICE=cuda node bench/js-launch.mjs
+step copy.txt 120 env CCA_DEVICE=cuda node bench/js-copy.mjs
+step mlp.txt 120 env CCA_DEVICE=cuda node examples/mlp-forward.mjs 200 "$out/mlp.pickle"
+# PyTorch's own memory_viz code reads the example's snapshot and draws it.
+step mlp_viz.txt 60 python3 -c "import pickle, sys; from torch.cuda import _memory_viz as v; s = pickle.load(open('$out/mlp.pickle', 'rb')); print('segments', len(s['segments']), 'trace entries', len(s['device_traces'][0])); print('trace_plot html bytes', len(v.trace_plot(s))); print('segment_plot html bytes', len(v.segment_plot(s)))"
 step gpu_bench.txt 120 ./build-tests/cca_gpu_bench
 step js_alloc_free.txt 90 env CCA_DEVICE=cuda node bench/js-alloc-free.mjs
 step js_snapshot.txt 90 env CCA_DEVICE=cuda node bench/js-snapshot.mjs

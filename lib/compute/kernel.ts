@@ -6,7 +6,7 @@ import { DeviceBuffer } from '../device-buffer.js';
 import { ArgumentTypeError, InvalidArgumentError } from '../errors.js';
 import { native } from '../native.js';
 import { defaultStream, Stream } from '../stream.js';
-import { describe, rangeError, typeError } from '../validate.js';
+import { checkOptions, describe, rangeError, typeError } from '../validate.js';
 import { BufferView } from './buffer-view.js';
 import type { Module } from './module.js';
 import { Kind, type ArgsOf, type Layout, type ParamType } from './signature.js';
@@ -36,6 +36,7 @@ export interface LaunchConfig {
 }
 
 const KERNEL_KEY: unique symbol = Symbol('Kernel');
+const LAUNCH_OPTIONS = ['grid', 'block', 'sharedMem', 'stream', 'recordStreams'] as const;
 const U32_MAX = 4294967295;
 const TWO_32 = 4294967296;
 
@@ -141,8 +142,7 @@ export class Kernel<T extends readonly ParamType[] = readonly ParamType[]> {
           }
           break;
         default:
-          throw new InvalidArgumentError(`unknown launch option '${key}': expected grid, block, sharedMem, stream or ` +
-            'recordStreams', 'ERR_INVALID_ARG_VALUE');
+          checkOptions('launch config', { [key]: value }, LAUNCH_OPTIONS);  // throws, naming the option
       }
     }
     const shape = this.#shape;

@@ -147,6 +147,30 @@ test('negative control: without recording, the late kernel overwrites the new ow
   assert.deepEqual(await raceRun(false), { reused: true, overwritten: true });
 });
 
+test('pinned memory: async copies in, a kernel, async copies out, on two streams', async () => {
+  const n = 1 << 20;
+  const copies = cuda.Stream.create();
+  const work = cuda.Stream.create();
+  const hx = cuda.allocHost(n * 4);
+  const hy = cuda.allocHost(n * 4);
+  new Float32Array(hx.array.buffer).fill(2);
+  const x = cuda.alloc(n * 4, { stream: copies }).copyFromAsync(hx);
+  const y = cuda.alloc(n * 4, { stream: work }).fill(0);
+  work.waitStream(copies);
+  k.saxpy.launch({ ...grid(n), stream: work }, 3, x, y, n);
+  y.copyToAsync(hy);
+  hx.free();  // its block waits for the copy before anyone gets it again
+  await work.done();
+  const out = new Float32Array(hy.array.buffer);
+  assert.deepEqual([out[0], out[n - 1]], [6, 6]);
+  const z = cuda.alloc(n * 4, { stream: work });
+  z.copyFromAsync(y.view(0, n * 4));
+  z.copyToAsync(hy);
+  await work.done();
+  assert.equal(new Float32Array(hy.array.buffer)[n >> 1], 6);
+  for (const b of [x, y, z, hy]) b.free();
+});
+
 test('a launch with buffers of two streams needs a stream', () => {
   const a = cuda.Stream.create();
   const x = cuda.alloc(64, { stream: a });

@@ -175,6 +175,13 @@ const CALLS: Call[] = [
   { name: 'stream.waitStream', param: 'other', valid: kinds.none, extra: badStreams, call: (v) => S.side.waitStream(v as Stream) },
   { name: 'buf.view', param: 'offset', valid: (v) => isInt(v, 0, 4096), call: (v) => S.buf.view(v as number) },
   { name: 'buf.view', param: 'bytes', valid: (v) => v === undefined || isInt(v, 0, 4096), call: (v) => S.buf.view(0, v as number) },
+  { name: 'cuda.allocHost', param: 'size', valid: kinds.size, call: (v) => cuda.allocHost(v as number) },
+  { name: 'buf.copyFromAsync', param: 'src|not pinned', valid: kinds.none, extra: () => [S.freed, ...forgedBuffer()], call: (v) => S.buf.copyFromAsync(v as never) },
+  { name: 'buf.copyFromAsync', param: 'options', valid: kinds.options, extra: badOptions(['offset', 'stream']), call: (v) => S.buf.copyFromAsync(S.buf, v as never) },
+  { name: 'buf.copyFromAsync', param: 'options.offset|length', valid: (v) => v === undefined || v === 0, call: (v) => S.buf.copyFromAsync(S.buf, { offset: v as number }) },
+  { name: 'buf.copyFromAsync', param: 'options.stream', valid: (v) => v === undefined, extra: badStreams, call: (v) => S.buf.copyFromAsync(S.buf, { stream: v as Stream }) },
+  { name: 'buf.copyFromAsync', param: 'options.recordStreams', valid: kinds.optionalBool, call: (v) => S.buf.copyFromAsync(S.buf, { recordStreams: v as boolean }) },
+  { name: 'buf.copyToAsync', param: 'dst|not pinned', valid: kinds.none, call: (v) => S.buf.copyToAsync(v as never) },
   // memory
   ...(['memory_stats', 'memory_stats_as_nested_dict', 'memory_allocated', 'max_memory_allocated', 'memory_reserved',
     'max_memory_reserved', 'reset_peak_memory_stats', 'reset_accumulated_memory_stats', 'empty_cache', 'mem_get_info',
@@ -339,9 +346,12 @@ describe('every public function refuses every wrong value, with a code, changing
     const named = new Set(CALLS.map((c) => c.name.split(' ')[0]!));
     const argless = new Set(['cuda.isAvailable', 'cuda.probe', 'cuda.currentDevice', 'cuda.deviceCount', 'cuda.runtimeInfo',
       'memory.get_allocator_settings', 'memory.MemPool', 'memory.use_mem_pool', 'cuda.Stream', 'cuda.DeviceBuffer',
-      'memory.max_memory_cached', 'memory.memory_cached', 'monitoring.readSamples', 'monitoring.otelName']);
+      'memory.max_memory_cached', 'memory.memory_cached', 'monitoring.readSamples', 'monitoring.otelName',
+      'memory.host_memory_stats', 'memory.host_memory_stats_as_nested_dict', 'memory.reset_peak_host_memory_stats',
+      'memory.reset_accumulated_host_memory_stats', 'memory.empty_host_cache', 'cuda.HostBuffer', 'compute.compilerInfo',
+      'compute.Module', 'compute.Kernel', 'compute.Event', 'compute.BufferView']);
     const missing: string[] = [];
-    for (const [mod, ns] of [['memory', memory], ['cuda', cuda], ['analysis', analysis], ['monitoring', monitoring]] as const) {
+    for (const [mod, ns] of [['memory', memory], ['cuda', cuda], ['analysis', analysis], ['monitoring', monitoring], ['compute', compute]] as const) {
       for (const [k, v] of Object.entries(ns)) {
         const name = `${mod}.${k}`;
         if (typeof v === 'function' && !named.has(name) && !argless.has(name)) missing.push(name);

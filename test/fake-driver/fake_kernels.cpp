@@ -82,6 +82,32 @@ CUresult scale(const unsigned char* p, std::uint64_t threads) {
   return kSuccess;
 }
 
+// linear(const float* x, const float* w, const float* b, float* y, unsigned rows, unsigned in,
+// unsigned out, unsigned relu): y = x (rows x in) * w (in x out) + b, then max(0, .) if relu
+// (examples/mlp-forward.mjs's kernel).
+CUresult linear(const unsigned char* p, std::uint64_t threads) {
+  const auto x = arg<unsigned long long>(p, 0), w = arg<unsigned long long>(p, 8), b = arg<unsigned long long>(p, 16),
+             y = arg<unsigned long long>(p, 24);
+  const std::uint64_t rows = arg<unsigned>(p, 32), in = arg<unsigned>(p, 36), out = arg<unsigned>(p, 40);
+  const bool relu = arg<unsigned>(p, 44) != 0;
+  if (threads < rows * out) return kSuccess;  // a launch too small does nothing here (the GPU's would leave a part)
+  if (!inside(x, rows * in * 4) || !inside(w, in * out * 4) || !inside(b, out * 4) || !inside(y, rows * out * 4)) {
+    return kIllegalAddress;
+  }
+  const auto* X = reinterpret_cast<const float*>(x);
+  const auto* W = reinterpret_cast<const float*>(w);
+  const auto* B = reinterpret_cast<const float*>(b);
+  auto* Y = reinterpret_cast<float*>(y);
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    for (std::uint64_t o = 0; o < out; ++o) {
+      float acc = B[o];
+      for (std::uint64_t i = 0; i < in; ++i) acc += X[r * in + i] * W[i * out + o];
+      Y[r * out + o] = relu && acc < 0 ? 0 : acc;
+    }
+  }
+  return kSuccess;
+}
+
 // sum_f32(const float* x, float* out, unsigned n): *out += x[0..n)
 CUresult sum_f32(const unsigned char* p, std::uint64_t threads) {
   const auto x = arg<unsigned long long>(p, 0), out = arg<unsigned long long>(p, 8);
@@ -113,6 +139,7 @@ const std::map<std::string, Kernel>& kernels() {
       {"fill_u64", {{{0, 8}, {8, 8}, {16, 4}}, fill_u64}},
       {"affine", {{{0, 8}, {8, 8}, {16, 4}}, affine}},
       {"scale", {{{0, 8}, {8, 4}, {12, 4}}, scale}},
+      {"linear", {{{0, 8}, {8, 8}, {16, 8}, {24, 8}, {32, 4}, {36, 4}, {40, 4}, {44, 4}}, linear}},
       {"sum_f32", {{{0, 8}, {8, 8}, {16, 4}}, sum_f32}},
       {"noop", {{{0, 8}, {8, 4}}, noop}},
       {"wait_flag", {{{0, 8}}, wait_flag}},

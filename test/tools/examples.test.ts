@@ -1,0 +1,31 @@
+// The examples/ workloads run as a user would run them, here on our fake driver and fake
+// NVRTC (their kernels are CPU functions); bench/gpu/run-on-gpu.sh runs them on a GPU.
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { loadSnapshot } from '../../lib/index.js';
+import { tempDir } from '../support/temp-dir.js';
+
+const FAKE = fileURLToPath(new URL('../../build-tests/libfakecuda.so', import.meta.url));
+const FAKE_NVRTC = fileURLToPath(new URL('../../build-tests/libfakenvrtc.so', import.meta.url));
+const EXAMPLE = fileURLToPath(new URL('../../examples/mlp-forward.mjs', import.meta.url));
+
+describe.skipIf(!existsSync(FAKE) || !existsSync(FAKE_NVRTC))('examples/mlp-forward.mjs', () => {
+  it('runs batches through three layers, matches the CPU reference and dumps a tagged snapshot', async () => {
+    const snapshot = join(tempDir('cca-example-'), 'mlp.pickle');
+    const out = execFileSync(process.execPath, [EXAMPLE, '3', snapshot], {
+      encoding: 'utf8',
+      env: { ...process.env, CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_NVRTC_PATH: FAKE_NVRTC, FAKE_CUDA_CAPACITY_MB: '512' },
+    });
+    expect(out).toMatch(/3 batches of 256 through 784 -> 512 -> 256 -> 10/);
+    expect(out).toMatch(/max \|error\| \S+ ok/);
+    expect(out).toMatch(/pinned: 4 blocks/);
+    const snap = await loadSnapshot(snapshot);
+    const tags = new Set(snap.device_traces[0]!.map((e) => e.user_metadata).filter(Boolean));
+    for (const tag of ['weights.0', 'bias.2', 'input', 'activations.0', 'activations.2']) expect(tags).toContain(tag);
+    const live = snap.segments.flatMap((s) => s.blocks).filter((b) => b.state === 'active_allocated');
+    expect(live.length).toBe(6);  // the weights and biases; every batch's buffers were freed
+  });
+});
