@@ -148,9 +148,13 @@ export interface NativeBinding {
   functionAttributes(device: number, fn: number): KernelAttributes;
   functionSetMaxDynamicShared(device: number, fn: number, bytes: number): void;
   launchLimits(device: number): LaunchLimits;
-  /** shape: [gx, gy, gz, bx, by, bz, sharedBytes]; uses: [base, offset, bytes] per buffer. */
-  launch(device: number, fn: number, shape: Uint32Array, stream: number, params: Uint8Array, uses: Float64Array,
-    useCount: number, record: boolean): void;
+  /**
+   * Binds `kernel` (any object; the Kernel) to its arrays, once: shape [gx, gy, gz, bx, by,
+   * bz, sharedBytes], the packed parameters, and [base, offset, bytes] per buffer range.
+   */
+  launchBind(kernel: object, device: number, fn: number, shape: Uint32Array, params: Uint8Array, uses: Float64Array): void;
+  /** Launches a bound kernel with what its arrays hold now; record: 1 to record the buffers on the stream. */
+  launchBound(kernel: object, stream: number, useCount: number, record: number): void;
   eventCreate(device: number, timing: boolean): number;
   eventRecord(device: number, event: number, stream: number): void;
   eventQuery(device: number, event: number): boolean;

@@ -91,6 +91,8 @@ export class Kernel<T extends readonly ParamType[] = readonly ParamType[]> {
     this.#view = new DataView(this.#buffer);
     this.#bytes = new Uint8Array(this.#buffer, 0, layout.bytes);
     this.#uses = new Float64Array(3 * Math.max(1, layout.kinds.filter((k) => k === Kind.Ptr).length));
+    // The binding keeps pointers to these arrays: a launch then crosses with four values.
+    native.launchBind(this, this.device, id, this.#shape, this.#bytes, this.#uses);
   }
 
   /** What the kernel was compiled with: registers, shared and local memory, max threads per block. */
@@ -260,7 +262,7 @@ export class Kernel<T extends readonly ParamType[] = readonly ParamType[]> {
       throw new InvalidArgumentError(`config.stream is on device ${stream.device} but the kernel is on device ` +
         `${this.device}`, 'ERR_CCA_DEVICE_MISMATCH');
     }
-    native.launch(this.device, this.#id, shape, stream.handle, this.#bytes, uses, useCount, record);
+    native.launchBound(this, stream.handle, useCount, record ? 1 : 0);
   }
 
   #argName(i: number): string {

@@ -3,7 +3,6 @@
 #pragma once
 #include <napi.h>
 
-#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -13,8 +12,13 @@ namespace cca::binding {
 
 // Conversions of a number already read, shared by the node-addon-api functions below and
 // the plain Node-API hot path (allocation_functions.cpp).
+// Whole-number checks convert and compare rather than call floor(): without SSE4.1 that is
+// a libm call, and these run several times per allocation and per launch. Each comparison
+// comes first that keeps the conversion defined (NaN and out-of-range values fail it).
+inline bool is_whole(double v) { return static_cast<double>(static_cast<std::uint64_t>(v)) == v; }
+
 inline std::uint64_t to_u64(double v, const char* name) {
-  if (!(v >= 0) || v != std::floor(v) || v >= 18446744073709551616.0) {
+  if (!(v >= 0) || v >= 18446744073709551616.0 || !is_whole(v)) {
     throw InvalidArgumentError(std::string("Expected a non-negative integer for ") + name, "ERR_INVALID_ARG_VALUE");
   }
   return static_cast<std::uint64_t>(v);
@@ -25,14 +29,14 @@ inline std::uint64_t to_u64(double v, const char* name) {
 inline std::uint64_t to_size(double v) { return v >= 18446744073709551616.0 ? UINT64_MAX : to_u64(v, "size"); }
 
 inline int to_device(double v) {
-  if (!(v >= 0) || v != std::floor(v) || v > 1 << 20) {
+  if (!(v >= 0) || v > 1 << 20 || !is_whole(v)) {
     throw InvalidArgumentError("Expected a device index for device", "ERR_INVALID_ARG_VALUE");
   }
   return static_cast<int>(v);
 }
 
 inline std::uint32_t to_id(double v, const char* name) {
-  if (!(v >= 0) || v != std::floor(v) || v > 4294967295.0) {
+  if (!(v >= 0) || v > 4294967295.0 || !is_whole(v)) {
     throw InvalidArgumentError(std::string("Expected a 32-bit id for ") + name, "ERR_INVALID_ARG_VALUE");
   }
   return static_cast<std::uint32_t>(v);

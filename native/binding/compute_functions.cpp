@@ -1,10 +1,7 @@
-// Kernels: modules, functions and the launch, over the device's DeviceCompute (which checks
-// every handle and, through the allocator, every buffer). A launch is one call: its shape,
-// its packed parameters and its buffer ranges arrive as typed arrays the caller keeps.
+// Kernels: modules and functions, over the device's DeviceCompute (which checks every
+// handle). The launch itself is launch_functions.cpp.
 #include "compute_functions.h"
 
-#include <cstring>
-#include <vector>
 
 #include "args.h"
 #include "export.h"
@@ -92,48 +89,6 @@ Napi::Value LaunchLimitsOf(const Napi::CallbackInfo& info) {
   return o;
 }
 
-// launch(device, function, shape: Uint32Array [gx, gy, gz, bx, by, bz, shared], stream,
-//        params: Uint8Array, uses: Float64Array [base, offset, bytes, ...], useCount, record)
-Napi::Value Launch(const Napi::CallbackInfo& info) {
-  DeviceCompute& compute = runtime(info).compute(device_arg(info, 0));
-  const FunctionId function = u64_arg(info, 1, "function");
-  const Span shape_bytes = bytes_arg(info, 2, "shape");
-  if (shape_bytes.bytes != 7 * sizeof(std::uint32_t)) {
-    throw InvalidArgumentError("Expected a Uint32Array of 7 for shape", "ERR_INVALID_ARG_VALUE");
-  }
-  std::uint32_t shape_words[7];
-  std::memcpy(shape_words, shape_bytes.data, sizeof shape_words);  // any typed array: no alignment assumed
-  LaunchShape shape;
-  for (int i = 0; i < 3; ++i) {
-    shape.grid[i] = shape_words[i];
-    shape.block[i] = shape_words[3 + i];
-  }
-  shape.shared_bytes = shape_words[6];
-  const StreamId stream = u64_arg(info, 3, "stream");
-  const Span params = bytes_arg(info, 4, "params");
-  const Span use_bytes = bytes_arg(info, 5, "uses");
-  const std::uint64_t use_count = u64_arg(info, 6, "useCount");
-  if (use_count * 3 * sizeof(double) > use_bytes.bytes) {
-    throw InvalidArgumentError("Expected 3 numbers per use in uses", "ERR_INVALID_ARG_VALUE");
-  }
-  // A launch names few buffers; more than this many is rare enough to allocate for.
-  constexpr std::size_t kInline = 16;
-  BufferUse inline_uses[kInline];
-  std::vector<BufferUse> heap_uses;
-  BufferUse* uses = inline_uses;
-  if (use_count > kInline) {
-    heap_uses.resize(use_count);
-    uses = heap_uses.data();
-  }
-  for (std::size_t i = 0; i < use_count; ++i) {
-    double w[3];
-    std::memcpy(w, use_bytes.data + i * sizeof w, sizeof w);
-    uses[i] = BufferUse{to_u64(w[0], "buffer"), to_u64(w[1], "offset"), to_u64(w[2], "bytes")};
-  }
-  compute.launch(function, shape, stream, params.data, params.bytes, uses, use_count, bool_arg(info, 7, "record"));
-  return info.Env().Undefined();
-}
-
 }  // namespace
 
 void register_compute_functions(Napi::Env env, Napi::Object exports) {
@@ -143,7 +98,6 @@ void register_compute_functions(Napi::Env env, Napi::Object exports) {
   export_function<FunctionAttributesOf>(env, exports, "functionAttributes");
   export_function<FunctionSetMaxDynamicShared>(env, exports, "functionSetMaxDynamicShared");
   export_function<LaunchLimitsOf>(env, exports, "launchLimits");
-  export_function<Launch>(env, exports, "launch");
 }
 
 }  // namespace cca::binding

@@ -42,11 +42,13 @@ struct PlacedBlock {
   std::uint64_t requested = 0;
 };
 
-// A range of a live allocation that queued device work will read or write.
+// A range of a live allocation that queued device work will read or write. No default
+// member values: a launch fills a stack array of these per call, and zeroing it first
+// would be wasted work.
 struct BufferUse {
-  DevicePtr base = 0;
-  std::uint64_t offset = 0;
-  std::uint64_t bytes = 0;
+  DevicePtr base;
+  std::uint64_t offset;
+  std::uint64_t bytes;
 };
 
 class DeviceCachingAllocator {
