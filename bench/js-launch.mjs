@@ -2,7 +2,7 @@
 // native call) against a bare C++ cuLaunchKernel loop on the same host
 // (build-tests/cca_launch_bench), run alternately, two rounds each; each figure is ns per
 // launch, median of 7 runs of 20 batches of 1,000 launches of an empty kernel with a stream
-// synchronize after each batch. Needs the cuda backend: on a GPU, the noop kernel of
+// synchronize after each batch (ROUNDS=n for more rounds). Needs the cuda backend: on a GPU, the noop kernel of
 // test/fixtures/kernels (sm_90 CUBIN, or KERNELS=path); with CCA_LIBCUDA_PATH at the fake
 // driver it runs the fake's CPU noop (a check that it runs: figures mean nothing).
 import { execFileSync } from 'node:child_process';
@@ -50,7 +50,8 @@ function cppLaunch() {
 
 jsLaunch();  // warm-up
 const rows = [];
-for (let round = 0; round < 2; round++) rows.push([cppLaunch(), jsLaunch()]);
+const rounds = Number(process.env.ROUNDS ?? 2);
+for (let round = 0; round < rounds; round++) rows.push([cppLaunch(), jsLaunch()]);
 console.log(`kernel launch (${machine()}; ${cuda.deviceName(0)}${fake ? ': fake driver, figures mean nothing' : ''})`);
 for (const [cpp, js] of rows) {
   console.log(`  bare C++ cuLaunchKernel ${cpp.toFixed(1)} ns, JS kernel.launch ${js.toFixed(1)} ns: ${(js / cpp).toFixed(2)}x (goal <= 1.5)`);
