@@ -2,6 +2,7 @@
 // run by vitest on the fake driver, and as is on a real GPU by bench/gpu/run-on-gpu.sh
 // (no test runner there: plain node:assert). Ends with "N passed, M failed".
 import assert from 'node:assert/strict';
+import { runCases } from './run-cases.mjs';
 import { cuda, memory, loadSnapshot } from '../../dist/index.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -106,18 +107,4 @@ test('expandable segments map, copy across pages, and unmap', () => {
   memory._set_allocator_settings('');
 });
 
-let passed = 0;
-let failed = 0;
-for (const [name, fn] of cases) {
-  try {
-    await fn();
-    passed++;
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failed++;
-    console.log(`FAIL ${name}: ${e?.stack ?? e}`);
-  }
-}
-assert.equal(memory.check_invariants(), null);
-console.log(`${passed} passed, ${failed} failed`);
-process.exitCode = failed ? 1 : 0;
+await runCases(cases, memory);

@@ -5,6 +5,7 @@
 // "N passed, M failed". With the argument `fault` it only checks a sticky kernel fault
 // (the context is lost after it, so it runs in a process of its own).
 import assert from 'node:assert/strict';
+import { runCases } from './run-cases.mjs';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -237,18 +238,4 @@ test('a kernel fault is sticky and says so (own process)', () => {
   assert.match(out, /fault: sticky, ERR_CCA_DEVICE_FAULT/);
 });
 
-let passed = 0;
-let failed = 0;
-for (const [name, fn] of cases) {
-  try {
-    await fn();
-    passed++;
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failed++;
-    console.log(`FAIL ${name}: ${e?.stack ?? e}`);
-  }
-}
-assert.equal(memory.check_invariants(), null);
-console.log(`${passed} passed, ${failed} failed`);
-process.exitCode = failed ? 1 : 0;
+await runCases(cases, memory);
