@@ -4,8 +4,7 @@
 // everything that went in.
 import { CompileError, InvalidArgumentError } from '../errors.js';
 import { native } from '../native.js';
-import { resolveDevice } from '../device.js';
-import { getDeviceProperties } from '../device.js';
+import { getDeviceProperties, resolveDevice } from '../device.js';
 import { checkOptions, checkString, describe, typeError } from '../validate.js';
 import { Module } from './module.js';
 import type { CompilerInfo } from '../../binding.js';

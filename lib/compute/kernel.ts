@@ -112,8 +112,7 @@ export class Kernel<T extends readonly ParamType[] = readonly ParamType[]> {
    * a struct, a number otherwise. Returns once it is queued (await stream.done() for its end).
    */
   launch(config: LaunchConfig, ...args: ArgsOf<T>): void {
-    const moduleId = this.module.id(`launch of ${this.name}`);
-    void moduleId;
+    this.module.id('launch');  // throws once the module was unloaded or its runtime replaced
     if (typeof config !== 'object' || config === null) {
       throw typeError('a launch config { grid, block, sharedMem?, stream?, recordStreams? }', 'config', config);
     }

@@ -214,9 +214,13 @@ Status enqueue_launch(void* context) {
 void DeviceCompute::launch(FunctionId function, const LaunchShape& shape, StreamId stream, const void* params,
                            std::size_t param_bytes, const BufferUse* uses, std::size_t use_count, bool record) {
   KernelEngine& k = kernels("launching a kernel");
-  if (!have_limits_) launch_limits();
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!have_limits_) {
+      Status s = k.launch_limits(&limits_);
+      if (s != Status::kOk) fail("reading the launch limits", s);
+      have_limits_ = true;
+    }
     check_shape(function_locked(function, "launching a kernel"), shape);
   }
   LaunchCall call{&k, function, &shape, stream, params, param_bytes};

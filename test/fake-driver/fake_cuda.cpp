@@ -6,7 +6,8 @@
 // Settings (environment, read at cuInit): FAKE_CUDA_DEVICES (default 1, 0 for none),
 // FAKE_CUDA_CAPACITY_MB (default 256), FAKE_CUDA_INIT_ERROR (a CUresult cuInit returns).
 // Switches (exported, for tests): fake_cuda_fail_next_allocs(n), fake_cuda_fail_next_event_queries(n),
-// fake_cuda_hold_stream(stream, held), fake_cuda_complete_stream(stream), fake_cuda_live_allocations().
+// fake_cuda_hold_stream(stream, held), fake_cuda_complete_stream(stream), fake_cuda_live_allocations(),
+// fake_cuda_live_host_allocations().
 // This file holds devices and memory; streams and events are in fake_streams.cpp, modules
 // and kernels (CPU functions) in fake_kernels.cpp, their shared state in fake_state.h.
 #include <sys/mman.h>

@@ -11,6 +11,9 @@ using namespace fake;
 
 namespace fake {
 int fail_queries = 0;
+// Destroyed events, kept (queued records and waits may still name them) and reachable, so
+// a leak checker does not count them.
+std::set<Event*>& retired_events = *new std::set<Event*>;
 }  // namespace fake
 
 namespace {
@@ -197,6 +200,7 @@ FAKE CUresult cuEventDestroy_v2(void* e) {
   if (ev == nullptr) return kInvalidHandle;
   events.erase(ev);
   ev->destroyed = true;  // kept: a queued record or wait may still name it
+  retired_events.insert(ev);
   return kSuccess;
 }
 
