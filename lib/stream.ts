@@ -5,6 +5,7 @@ import { native } from './native.js';
 import { resolveDevice } from './device.js';
 import { checkOptions, describe } from './validate.js';
 import { generation } from './generation.js';
+import type { Event } from './compute/event.js';
 
 // Only this module makes Streams: a handle typed in by hand (`new Stream(0, 0xdead)` from
 // JavaScript, where `private` does not exist) is refused at the constructor, and the addon
@@ -93,9 +94,9 @@ export class Stream {
 
   /**
    * Makes the work queued on this stream from now on wait for `event`'s work (the host
-   * does not wait). The event is any cuda Event of this device (lib/compute/event.ts).
+   * does not wait). The event must be of this stream's device.
    */
-  waitEvent(event: { device: number }): void {
+  waitEvent(event: Event): void {
     Stream.#assertUsable(this, 'stream');
     const handle = eventHandle(event, 'event');
     if (event.device !== this.device) {
