@@ -7,7 +7,7 @@
 // FAKE_CUDA_CAPACITY_MB (default 256), FAKE_CUDA_INIT_ERROR (a CUresult cuInit returns).
 // Switches (exported, for tests): fake_cuda_fail_next_allocs(n), fake_cuda_fail_next_event_queries(n),
 // fake_cuda_hold_stream(stream, held), fake_cuda_complete_stream(stream), fake_cuda_live_allocations(),
-// fake_cuda_live_host_allocations().
+// fake_cuda_live_host_allocations(), fake_cuda_driver_calls().
 // This file holds devices and memory; streams and events are in fake_streams.cpp, modules
 // and kernels (CPU functions) in fake_kernels.cpp, their shared state in fake_state.h.
 #include <sys/mman.h>
@@ -30,6 +30,8 @@ std::set<Event*>& events = *new std::set<Event*>;
 Stream& default_stream = *new Stream;
 thread_local int current_device = -1;
 CUresult sticky = kSuccess;
+std::atomic<std::uint64_t> driver_calls{0};
+void count_call() { driver_calls.fetch_add(1, std::memory_order_relaxed); }
 }  // namespace fake
 
 using namespace fake;
@@ -73,6 +75,7 @@ std::size_t env_size(const char* name, std::size_t fallback) {
 
 
 FAKE CUresult cuInit(unsigned) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   if (const char* e = std::getenv("FAKE_CUDA_INIT_ERROR")) return std::atoi(e);
   device_count = static_cast<int>(env_size("FAKE_CUDA_DEVICES", 1));
@@ -85,11 +88,13 @@ FAKE CUresult cuInit(unsigned) {
 }
 
 FAKE CUresult cuDriverGetVersion(int* v) {
+  fake::count_call();
   *v = 12040;
   return kSuccess;
 }
 
 FAKE CUresult cuGetErrorName(CUresult r, const char** s) {
+  fake::count_call();
   switch (r) {
     case kSuccess: *s = "CUDA_SUCCESS"; break;
     case kInvalidValue: *s = "CUDA_ERROR_INVALID_VALUE"; break;
@@ -109,11 +114,13 @@ FAKE CUresult cuGetErrorName(CUresult r, const char** s) {
 }
 
 FAKE CUresult cuGetErrorString(CUresult r, const char** s) {
+  fake::count_call();
   *s = r == kOutOfMemory ? "out of memory" : r == kNotReady ? "device not ready" : "fake driver error";
   return kSuccess;
 }
 
 FAKE CUresult cuDeviceGetCount(int* n) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   if (!initialized) return kNotInitialized;
   *n = device_count;
@@ -121,23 +128,27 @@ FAKE CUresult cuDeviceGetCount(int* n) {
 }
 
 FAKE CUresult cuDeviceGet(int* d, int ordinal) {
+  fake::count_call();
   if (ordinal < 0 || ordinal >= device_count) return kInvalidDevice;
   *d = ordinal;
   return kSuccess;
 }
 
 FAKE CUresult cuDeviceGetName(char* name, int len, int d) {
+  fake::count_call();
   std::string n = "Fake CUDA Device " + std::to_string(d) + " (test driver)";
   std::strncpy(name, n.c_str(), static_cast<std::size_t>(len));
   return kSuccess;
 }
 
 FAKE CUresult cuDeviceTotalMem_v2(std::size_t* bytes, int) {
+  fake::count_call();
   *bytes = capacity;
   return kSuccess;
 }
 
 FAKE CUresult cuDeviceGetAttribute(int* v, int attr, int) {
+  fake::count_call();
   // Like an H100: compute capability 9.0 and its launch limits.
   switch (attr) {
     case 75: *v = 9; break;
@@ -154,6 +165,7 @@ FAKE CUresult cuDeviceGetAttribute(int* v, int attr, int) {
 }
 
 FAKE CUresult cuDevicePrimaryCtxRetain(void** ctx, int d) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   if (d < 0 || d >= device_count) return kInvalidDevice;
   *ctx = &contexts[static_cast<std::size_t>(d)];
@@ -163,11 +175,13 @@ FAKE CUresult cuDevicePrimaryCtxRetain(void** ctx, int d) {
 FAKE CUresult cuDevicePrimaryCtxRelease_v2(int) { return kSuccess; }
 
 FAKE CUresult cuCtxSetCurrent(void* ctx) {
+  fake::count_call();
   current_device = ctx ? static_cast<Ctx*>(ctx)->device : -1;
   return kSuccess;
 }
 
 FAKE CUresult cuCtxSynchronize() {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   complete(&default_stream);
   for (Stream* st : streams) complete(st);
@@ -176,6 +190,7 @@ FAKE CUresult cuCtxSynchronize() {
 }
 
 FAKE CUresult cuMemAlloc_v2(unsigned long long* p, std::size_t size) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   if (CUresult r = take_capacity(size); r != kSuccess) return r;
@@ -190,6 +205,7 @@ FAKE CUresult cuMemAlloc_v2(unsigned long long* p, std::size_t size) {
 }
 
 FAKE CUresult cuMemFree_v2(unsigned long long p) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   auto it = allocations.find(p);
@@ -201,6 +217,7 @@ FAKE CUresult cuMemFree_v2(unsigned long long p) {
 }
 
 FAKE CUresult cuMemGetInfo_v2(std::size_t* free_bytes, std::size_t* total) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   if (current_device < 0) return kInvalidValue;
   *total = capacity;
@@ -253,6 +270,7 @@ bool fake::inside(unsigned long long p, std::size_t n) {
 
 // Copies and fills run in stream order, like the driver's; the allocator waits for them.
 FAKE CUresult cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, std::size_t n, void* s) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   Stream* st = stream_of(s);
@@ -263,6 +281,7 @@ FAKE CUresult cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, std:
 }
 
 FAKE CUresult cuMemcpyDtoHAsync_v2(void* dst, unsigned long long src, std::size_t n, void* s) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   Stream* st = stream_of(s);
@@ -273,6 +292,7 @@ FAKE CUresult cuMemcpyDtoHAsync_v2(void* dst, unsigned long long src, std::size_
 }
 
 FAKE CUresult cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long src, std::size_t n, void* s) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   Stream* st = stream_of(s);
@@ -284,6 +304,7 @@ FAKE CUresult cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long sr
 
 // Pinned host memory is plain host memory here; the fake counts what is live.
 FAKE CUresult cuMemHostAlloc(void** p, std::size_t size, unsigned) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   *p = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
@@ -293,6 +314,7 @@ FAKE CUresult cuMemHostAlloc(void** p, std::size_t size, unsigned) {
 }
 
 FAKE CUresult cuMemFreeHost(void* p) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   if (!host_blocks.erase(p)) return kInvalidValue;
@@ -301,6 +323,7 @@ FAKE CUresult cuMemFreeHost(void* p) {
 }
 
 FAKE CUresult cuMemsetD8Async(unsigned long long dst, unsigned char v, std::size_t n, void* s) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   Stream* st = stream_of(s);
@@ -312,12 +335,14 @@ FAKE CUresult cuMemsetD8Async(unsigned long long dst, unsigned char v, std::size
 
 // --- virtual memory: reserved ranges are PROT_NONE mappings; cuMemMap makes pages usable ---
 FAKE CUresult cuMemGetAllocationGranularity(std::size_t* g, const void*, int) {
+  fake::count_call();
   *g = std::size_t{2} << 20;
   return kSuccess;
 }
 
 FAKE CUresult cuMemAddressReserve(unsigned long long* p, std::size_t size, std::size_t, unsigned long long,
                                   unsigned long long) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   void* at = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (at == MAP_FAILED) return kOutOfMemory;
@@ -327,6 +352,7 @@ FAKE CUresult cuMemAddressReserve(unsigned long long* p, std::size_t size, std::
 }
 
 FAKE CUresult cuMemAddressFree(unsigned long long p, std::size_t size) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   auto it = reservations.find(p);
   if (it == reservations.end() || it->second != size) return kInvalidValue;
@@ -336,6 +362,7 @@ FAKE CUresult cuMemAddressFree(unsigned long long p, std::size_t size) {
 }
 
 FAKE CUresult cuMemCreate(unsigned long long* handle, std::size_t size, const void*, unsigned long long) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   if (CUresult r = take_capacity(size); r != kSuccess) return r;
   *handle = reinterpret_cast<unsigned long long>(new Physical{current_device, size});
@@ -343,6 +370,7 @@ FAKE CUresult cuMemCreate(unsigned long long* handle, std::size_t size, const vo
 }
 
 FAKE CUresult cuMemRelease(unsigned long long handle) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   auto* ph = reinterpret_cast<Physical*>(handle);
   used[static_cast<std::size_t>(ph->device)] -= ph->size;
@@ -351,6 +379,7 @@ FAKE CUresult cuMemRelease(unsigned long long handle) {
 }
 
 FAKE CUresult cuMemMap(unsigned long long at, std::size_t size, std::size_t, unsigned long long, unsigned long long) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   if (!within(reservations, at, size) || within(mapped, at, 1)) return kInvalidValue;
   if (mprotect(reinterpret_cast<void*>(at), size, PROT_READ | PROT_WRITE) != 0) return kOutOfMemory;
@@ -359,11 +388,13 @@ FAKE CUresult cuMemMap(unsigned long long at, std::size_t size, std::size_t, uns
 }
 
 FAKE CUresult cuMemSetAccess(unsigned long long at, std::size_t size, const void*, std::size_t) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   return within(mapped, at, size) ? kSuccess : kInvalidValue;
 }
 
 FAKE CUresult cuMemUnmap(unsigned long long at, std::size_t size) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   auto it = mapped.find(at);
   if (it == mapped.end() || it->second != size) return kInvalidValue;
@@ -378,6 +409,8 @@ FAKE void fake_cuda_fail_next_allocs(int n) {
   std::lock_guard<std::mutex> lock(mu);
   fail_allocs = n;
 }
+FAKE std::uint64_t fake_cuda_driver_calls() { return fake::driver_calls.load(); }
+
 FAKE std::size_t fake_cuda_live_host_allocations() {
   std::lock_guard<std::mutex> lock(mu);
   return host_blocks.size();

@@ -172,6 +172,7 @@ Function* function_of(void* f) {
 }  // namespace
 
 FAKE CUresult cuModuleLoadData(void** out, const void* image) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   const char* text = static_cast<const char*>(image);
@@ -197,6 +198,7 @@ FAKE CUresult cuModuleLoadData(void** out, const void* image) {
 }
 
 FAKE CUresult cuModuleUnload(void* module) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   auto* m = static_cast<Module*>(module);
   if (!modules.erase(m)) return kInvalidHandle;
@@ -213,6 +215,7 @@ FAKE CUresult cuModuleUnload(void* module) {
 }
 
 FAKE CUresult cuModuleGetFunction(void** out, void* module, const char* name) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   auto* m = static_cast<Module*>(module);
   if (!modules.count(m)) return kInvalidHandle;
@@ -234,6 +237,7 @@ FAKE CUresult cuModuleGetFunction(void** out, void* module, const char* name) {
 }
 
 FAKE CUresult cuFuncGetParamInfo(void* f, std::size_t index, std::size_t* offset, std::size_t* size) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   Function* fn = function_of(f);
   if (fn == nullptr) return kInvalidHandle;
@@ -244,6 +248,7 @@ FAKE CUresult cuFuncGetParamInfo(void* f, std::size_t index, std::size_t* offset
 }
 
 FAKE CUresult cuFuncGetAttribute(int* v, int attribute, void* f) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   Function* fn = function_of(f);
   if (fn == nullptr) return kInvalidHandle;
@@ -258,6 +263,7 @@ FAKE CUresult cuFuncGetAttribute(int* v, int attribute, void* f) {
 }
 
 FAKE CUresult cuFuncSetAttribute(void* f, int attribute, int value) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   Function* fn = function_of(f);
   if (fn == nullptr) return kInvalidHandle;
@@ -268,6 +274,7 @@ FAKE CUresult cuFuncSetAttribute(void* f, int attribute, int value) {
 
 FAKE CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                              unsigned shared, void* s, void** kernel_params, void** extra) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   Function* fn = function_of(f);

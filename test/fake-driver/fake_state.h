@@ -60,6 +60,9 @@ void complete(Stream* s);
 // Whether [p, p + n) lies inside one live allocation or mapped memory; the caller holds `mu`.
 bool inside(unsigned long long p, std::size_t n);
 std::uint64_t now_ns();
+// Every driver entry point counts itself (fake_cuda_driver_calls()), so a test can check that
+// a path makes no driver call at all (a cached allocation, for one).
+void count_call();
 
 }  // namespace fake
 

@@ -79,6 +79,7 @@ void fake::complete(Stream* s) {
 }
 
 FAKE CUresult cuStreamCreate(void** s, unsigned) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   auto* st = new Stream{};
   st->device = current_device;
@@ -88,6 +89,7 @@ FAKE CUresult cuStreamCreate(void** s, unsigned) {
 }
 
 FAKE CUresult cuStreamDestroy_v2(void* s) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   auto* st = static_cast<Stream*>(s);
   if (!streams.count(st)) return kInvalidHandle;
@@ -101,6 +103,7 @@ FAKE CUresult cuStreamDestroy_v2(void* s) {
 }
 
 FAKE CUresult cuStreamSynchronize(void* s) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   Stream* st = stream_of(s);
   if (st == nullptr) return kInvalidHandle;
@@ -110,6 +113,7 @@ FAKE CUresult cuStreamSynchronize(void* s) {
 }
 
 FAKE CUresult cuStreamQuery(void* s) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   Stream* st = stream_of(s);
@@ -118,6 +122,7 @@ FAKE CUresult cuStreamQuery(void* s) {
 }
 
 FAKE CUresult cuStreamWaitEvent(void* s, void* e, unsigned) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   Stream* st = stream_of(s);
@@ -128,6 +133,7 @@ FAKE CUresult cuStreamWaitEvent(void* s, void* e, unsigned) {
 }
 
 FAKE CUresult cuLaunchHostFunc(void* s, void (*fn)(void*), void* data) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   Stream* st = stream_of(s);
@@ -137,6 +143,7 @@ FAKE CUresult cuLaunchHostFunc(void* s, void (*fn)(void*), void* data) {
 }
 
 FAKE CUresult cuEventCreate(void** e, unsigned flags) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   auto* ev = new Event{};
   ev->timed = (flags & 0x2) == 0;  // CU_EVENT_DISABLE_TIMING
@@ -146,6 +153,7 @@ FAKE CUresult cuEventCreate(void** e, unsigned flags) {
 }
 
 FAKE CUresult cuEventRecord(void* e, void* s) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   Event* ev = event_of(e);
@@ -162,6 +170,7 @@ FAKE CUresult cuEventRecord(void* e, void* s) {
 }
 
 FAKE CUresult cuEventQuery(void* e) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   if (fail_queries > 0) {
     --fail_queries;
@@ -174,6 +183,7 @@ FAKE CUresult cuEventQuery(void* e) {
 }
 
 FAKE CUresult cuEventSynchronize(void* e) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   Event* ev = event_of(e);
   if (ev == nullptr) return kInvalidHandle;
@@ -183,6 +193,7 @@ FAKE CUresult cuEventSynchronize(void* e) {
 }
 
 FAKE CUresult cuEventElapsedTime(float* ms, void* a, void* b) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   Event* start = event_of(a);
@@ -195,6 +206,7 @@ FAKE CUresult cuEventElapsedTime(float* ms, void* a, void* b) {
 }
 
 FAKE CUresult cuEventDestroy_v2(void* e) {
+  fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   Event* ev = event_of(e);
   if (ev == nullptr) return kInvalidHandle;

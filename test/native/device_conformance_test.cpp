@@ -226,6 +226,25 @@ TEST(conformance_cuda_backend_on_fake_driver) {
   symbol<void (*)(int)>(lib, "fake_cuda_fail_next_event_queries")(1);
   CHECK_THROWS(a.malloc(4096, 0), DeviceError, "ERR_CCA_DEVICE");
   complete(as_ptr(side));
+  // A cached pair makes no driver call at all when no event is pending (issue 23's check on
+  // the cuda backend): the count of every driver entry point stays put over 10,000 pairs.
+  auto driver_calls = symbol<std::uint64_t (*)()>(lib, "fake_cuda_driver_calls");
+  a.synchronize();
+  a.free(a.malloc(4096, 0));
+  const std::uint64_t before_pairs = driver_calls();
+  for (int i = 0; i < 10000; ++i) a.free(a.malloc(4096, 0));
+  CHECK_EQ(driver_calls() - before_pairs, std::uint64_t{0});
+  // ...and the count does see calls: a free that waits on another stream records an event,
+  // and the next allocation queries it.
+  hold(as_ptr(side), 1);
+  DevicePtr waiting = a.malloc(4096, 0);
+  a.record_stream(waiting, side);
+  a.free(waiting);
+  const std::uint64_t before_event = driver_calls();
+  a.free(a.malloc(4096, 0));
+  CHECK(driver_calls() > before_event);
+  complete(as_ptr(side));
+  hold(as_ptr(side), 0);
   CHECK_VALID(a);
   a.destroy_stream(side);
 }
