@@ -10,15 +10,12 @@ import json
 import sys
 import time
 
+from cuda_torch import cuda_torch
+
 
 def main() -> None:
-    try:
-        import torch
-    except ImportError as e:
-        print(json.dumps({"skipped": f"no torch: {e}"}))
-        return
-    if not torch.cuda.is_available():
-        print(json.dumps({"skipped": "torch sees no CUDA device"}))
+    torch = cuda_torch()
+    if torch is None:
         return
     out = {
         "torch": torch.__version__,

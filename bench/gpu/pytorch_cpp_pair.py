@@ -14,6 +14,8 @@ import os
 import sys
 import time
 
+from cuda_torch import cuda_torch
+
 SOURCE = r"""
 #include <torch/extension.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -46,15 +48,11 @@ double pair_ns(int64_t n, int64_t iterations, int64_t runs) {
 
 
 def main() -> None:
-    try:
-        import torch
-        from torch.utils.cpp_extension import load_inline
-    except ImportError as e:
-        print(json.dumps({"skipped": f"no torch: {e}"}))
+    torch = cuda_torch()
+    if torch is None:
         return
-    if not torch.cuda.is_available():
-        print(json.dumps({"skipped": "torch sees no CUDA device"}))
-        return
+    from torch.utils.cpp_extension import load_inline
+
     t0 = time.perf_counter()
     ext = load_inline(
         name="cca_pytorch_pair",

@@ -12,6 +12,7 @@
 #include "addon_state.h"
 #include "js_errors.h"
 #include "args.h"
+#include "export.h"
 #include "runtime_holder.h"
 
 namespace cca::binding {
@@ -49,21 +50,13 @@ CCA_HOT bool read_numbers(napi_env env, napi_callback_info info, std::size_t cou
   return true;
 }
 
-// Runs fn, turning an allocator error into a pending JS exception; returns nullptr then.
-template <class F>
-napi_value run(napi_env env, F&& fn) {
-  return translate_errors(std::forward<F>(fn), [&](const AllocatorError& e) -> napi_value {
-    set_pending(env, e);
-    return nullptr;
-  });
-}
 
 // alloc(device, size, stream, stackId?, tagId?)
 CCA_HOT napi_value Alloc(napi_env env, napi_callback_info info) {
   static const char* const names[] = {"device", "size", "stream", "stackId", "tagId"};
   Args a;
   if (!read_numbers(env, info, 3, names, a, 2)) return nullptr;
-  return run(env, [&] {
+  return guarded_plain(env, [&] {
     CallContext ctx{to_id(a.v[3], "stackId"), to_id(a.v[4], "tagId")};
     DevicePtr p = runtime_of(*a.state).allocator(to_device(a.v[0])).malloc(to_size(a.v[1]), to_u64(a.v[2], "stream"),
                                                                 a.state->owner, ctx);
@@ -78,7 +71,7 @@ CCA_HOT napi_value Free(napi_env env, napi_callback_info info) {
   static const char* const names[] = {"device", "ptr", "stackId"};
   Args a;
   if (!read_numbers(env, info, 2, names, a, 1)) return nullptr;
-  return run(env, [&]() -> napi_value {
+  return guarded_plain(env, [&]() -> napi_value {
     runtime_of(*a.state).allocator(to_device(a.v[0])).free(to_u64(a.v[1], "ptr"), CallContext{to_id(a.v[2], "stackId"), 0});
     return nullptr;  // undefined
   });
@@ -88,7 +81,7 @@ napi_value RecordStream(napi_env env, napi_callback_info info) {
   static const char* const names[] = {"device", "ptr", "stream"};
   Args a;
   if (!read_numbers(env, info, 3, names, a)) return nullptr;
-  return run(env, [&]() -> napi_value {
+  return guarded_plain(env, [&]() -> napi_value {
     runtime_of(*a.state).allocator(to_device(a.v[0])).record_stream(to_u64(a.v[1], "ptr"), to_u64(a.v[2], "stream"));
     return nullptr;
   });
@@ -105,20 +98,14 @@ napi_value Noop(napi_env env, napi_callback_info info) {
   return result;
 }
 
-void define(napi_env env, Napi::Object exports, const char* name, napi_callback cb, AddonState* s) {
-  napi_value fn;
-  napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, s, &fn);
-  exports.Set(name, Napi::Value(env, fn));
-}
 
 }  // namespace
 
 void register_allocation_functions(Napi::Env env, Napi::Object exports) {
-  AddonState* s = &state(env);
-  define(env, exports, "alloc", Alloc, s);
-  define(env, exports, "free", Free, s);
-  define(env, exports, "recordStream", RecordStream, s);
-  define(env, exports, "noop", Noop, s);
+  export_plain(env, exports, "alloc", Alloc);
+  export_plain(env, exports, "free", Free);
+  export_plain(env, exports, "recordStream", RecordStream);
+  export_plain(env, exports, "noop", Noop);
 }
 
 }  // namespace cca::binding

@@ -24,4 +24,22 @@ void export_function(Napi::Env env, Napi::Object exports, const char* name) {
   exports.Set(name, Napi::Function::New<guarded<Fn>>(env, name, &state(env)));
 }
 
+// The hot paths (allocation_functions.cpp, launch_functions.cpp) are plain Node-API
+// callbacks instead, for the fewest engine calls per crossing: exported with the
+// environment's state as their data, and their bodies run under guarded_plain, which
+// leaves an allocator error pending as its JS class and returns nullptr.
+inline void export_plain(Napi::Env env, Napi::Object exports, const char* name, napi_callback cb) {
+  napi_value fn;
+  napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, &state(env), &fn);
+  exports.Set(name, Napi::Value(env, fn));
+}
+
+template <class F>
+napi_value guarded_plain(napi_env env, F&& fn) {
+  return translate_errors(std::forward<F>(fn), [&](const AllocatorError& e) -> napi_value {
+    set_pending(env, e);
+    return nullptr;
+  });
+}
+
 }  // namespace cca::binding

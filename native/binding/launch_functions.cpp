@@ -15,6 +15,7 @@
 #include "../common/hot.h"
 #include "addon_state.h"
 #include "args.h"
+#include "export.h"
 #include "js_errors.h"
 #include "runtime_holder.h"
 
@@ -35,13 +36,6 @@ struct BoundLaunch {
   std::size_t use_capacity;
 };
 
-template <class F>
-napi_value run(napi_env env, F&& fn) {
-  return translate_errors(std::forward<F>(fn), [&](const AllocatorError& e) -> napi_value {
-    set_pending(env, e);
-    return nullptr;
-  });
-}
 
 struct Typed {
   void* data = nullptr;
@@ -80,7 +74,7 @@ napi_value LaunchBind(napi_env env, napi_callback_info info) {
       !typed_arg(env, argv[5], napi_float64_array, "uses", uses)) {
     return nullptr;
   }
-  return run(env, [&]() -> napi_value {
+  return guarded_plain(env, [&]() -> napi_value {
     if (shape.length != 7) throw InvalidArgumentError("Expected a Uint32Array of 7 for shape", "ERR_INVALID_ARG_VALUE");
     auto* bound = new BoundLaunch{kBoundLaunchMagic, to_device(device), to_u64(function, "function"), static_cast<const std::uint32_t*>(shape.data),
                                   static_cast<const unsigned char*>(params.data), params.length,
@@ -110,7 +104,7 @@ CCA_HOT napi_value LaunchBound(napi_env env, napi_callback_info info) {
   }
   const auto* b = static_cast<const BoundLaunch*>(raw);
   auto* state = static_cast<AddonState*>(data);
-  return run(env, [&]() -> napi_value {
+  return guarded_plain(env, [&]() -> napi_value {
     const std::uint64_t count = to_u64(v[1], "useCount");
     if (count > b->use_capacity) throw InvalidArgumentError("useCount is beyond the bound uses", "ERR_INVALID_ARG_VALUE");
     LaunchShape shape;
@@ -135,18 +129,12 @@ CCA_HOT napi_value LaunchBound(napi_env env, napi_callback_info info) {
   });
 }
 
-void define(napi_env env, Napi::Object exports, const char* name, napi_callback cb, AddonState* s) {
-  napi_value fn;
-  napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, s, &fn);
-  exports.Set(name, Napi::Value(env, fn));
-}
 
 }  // namespace
 
 void register_launch_functions(Napi::Env env, Napi::Object exports) {
-  AddonState* s = &state(env);
-  define(env, exports, "launchBind", LaunchBind, s);
-  define(env, exports, "launchBound", LaunchBound, s);
+  export_plain(env, exports, "launchBind", LaunchBind);
+  export_plain(env, exports, "launchBound", LaunchBound);
 }
 
 }  // namespace cca::binding

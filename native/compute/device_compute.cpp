@@ -62,14 +62,8 @@ ModuleId DeviceCompute::load_module(const void* image, std::size_t bytes) {
 void DeviceCompute::unload_module(ModuleId module) {
   KernelEngine& k = kernels("unloading a module");
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = modules_.find(module);
-  if (it == modules_.end()) {
-    throw InvalidArgumentError("module " + hex(module) + " is not loaded on device " + std::to_string(device_.index()) +
-                                   " (unloaded already?)",
-                               "ERR_CCA_INVALID_HANDLE");
-  }
-  for (FunctionId f : it->second) functions_.erase(f);
-  modules_.erase(it);
+  for (FunctionId f : module_locked(module, "unloading a module")) functions_.erase(f);
+  modules_.erase(module);
   Status s = k.module_unload(module);
   if (s != Status::kOk) fail("unloading a module", s);
 }
@@ -77,11 +71,7 @@ void DeviceCompute::unload_module(ModuleId module) {
 LoadedFunction DeviceCompute::get_function(ModuleId module, const std::string& name) {
   KernelEngine& k = kernels("getting a kernel");
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = modules_.find(module);
-  if (it == modules_.end()) {
-    throw InvalidArgumentError("module " + hex(module) + " is not loaded on device " + std::to_string(device_.index()),
-                               "ERR_CCA_INVALID_HANDLE");
-  }
+  std::vector<FunctionId>& functions = module_locked(module, "getting a kernel");
   LoadedFunction out;
   Status s = k.function_get(module, name, &out.id);
   if (s == Status::kNotFound || s == Status::kInvalidValue) {
@@ -92,18 +82,30 @@ LoadedFunction DeviceCompute::get_function(ModuleId module, const std::string& n
   }
   if (s != Status::kOk) fail("getting a kernel", s);
   s = k.function_params(out.id, &out.params);
-  if (s == Status::kOk) {
-    out.params_known = true;
-  } else if (s == Status::kUnsupported) {
-    out.params.clear();
-  } else {
-    fail("reading a kernel's parameters", s);
-  }
+  if (s != Status::kOk && s != Status::kUnsupported) fail("reading a kernel's parameters", s);
+  out.params_known = s == Status::kOk;
   s = k.function_attributes(out.id, &out.attributes);
   if (s != Status::kOk) fail("reading a kernel's attributes", s);
-  if (functions_.find(out.id) == functions_.end()) it->second.push_back(out.id);
-  functions_[out.id] = FunctionRecord{module, name, out.attributes.max_dynamic_shared_bytes};
+  if (functions_.find(out.id) == functions_.end()) functions.push_back(out.id);
+  functions_[out.id] = FunctionRecord{name, out.attributes.max_dynamic_shared_bytes};
   return out;
+}
+
+std::vector<FunctionId>& DeviceCompute::module_locked(ModuleId module, const char* what) {
+  auto it = modules_.find(module);
+  if (it == modules_.end()) {
+    throw InvalidArgumentError(std::string(what) + ": module " + hex(module) + " is not loaded on device " +
+                                   std::to_string(device_.index()) + " (unloaded already?)",
+                               "ERR_CCA_INVALID_HANDLE");
+  }
+  return it->second;
+}
+
+const LaunchLimits& DeviceCompute::read_limits_locked(KernelEngine& k) {
+  Status s = k.launch_limits(&limits_);
+  if (s != Status::kOk) fail("reading the launch limits", s);
+  have_limits_ = true;
+  return limits_;
 }
 
 const DeviceCompute::FunctionRecord& DeviceCompute::function_locked(FunctionId function, const char* what) const {
@@ -129,18 +131,13 @@ FunctionAttributes DeviceCompute::function_attributes(FunctionId function) {
 LaunchLimits DeviceCompute::launch_limits() {
   KernelEngine& k = kernels("reading the launch limits");
   std::lock_guard<std::mutex> lock(mu_);
-  if (!have_limits_) {
-    Status s = k.launch_limits(&limits_);
-    if (s != Status::kOk) fail("reading the launch limits", s);
-    have_limits_ = true;
-  }
-  return limits_;
+  return limits_locked(k);
 }
 
 void DeviceCompute::set_max_dynamic_shared(FunctionId function, int bytes) {
   KernelEngine& k = kernels("setting a kernel's dynamic shared memory");
-  const LaunchLimits limits = launch_limits();
   std::lock_guard<std::mutex> lock(mu_);
+  const LaunchLimits& limits = limits_locked(k);
   function_locked(function, "setting a kernel's dynamic shared memory");
   if (bytes < 0 || bytes > limits.max_shared_per_block_optin) {
     throw InvalidArgumentError("dynamic shared memory of " + std::to_string(bytes) + " bytes is beyond device " +
@@ -156,8 +153,7 @@ void DeviceCompute::set_max_dynamic_shared(FunctionId function, int bytes) {
   functions_[function].max_dynamic_shared = now.max_dynamic_shared_bytes;
 }
 
-void DeviceCompute::check_shape(const FunctionRecord& f, const LaunchShape& shape) {
-  const LaunchLimits& l = limits_;
+void DeviceCompute::check_shape(const FunctionRecord& f, const LaunchLimits& l, const LaunchShape& shape) const {
   static const char* const axis[] = {"x", "y", "z"};
   for (int i = 0; i < 3; ++i) {
     if (shape.grid[i] == 0 || shape.block[i] == 0) {
@@ -216,12 +212,7 @@ void DeviceCompute::launch(FunctionId function, const LaunchShape& shape, Stream
   KernelEngine& k = kernels("launching a kernel");
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!have_limits_) {
-      Status s = k.launch_limits(&limits_);
-      if (s != Status::kOk) fail("reading the launch limits", s);
-      have_limits_ = true;
-    }
-    check_shape(function_locked(function, "launching a kernel"), shape);
+    check_shape(function_locked(function, "launching a kernel"), limits_locked(k), shape);
   }
   LaunchCall call{&k, function, &shape, stream, params, param_bytes};
   allocator_.enqueue_on_buffers(stream, uses, use_count, record, "launching a kernel", enqueue_launch, &call);
@@ -336,7 +327,7 @@ float DeviceCompute::event_elapsed_ms(EventId start, EventId end) {
   std::lock_guard<std::mutex> lock(mu_);
   const bool timed = event_timed_locked(start, "elapsed time") && event_timed_locked(end, "elapsed time");
   if (!timed) {
-    throw InvalidArgumentError("elapsed time needs two events made with timing (new cuda.Event({ timing: true }))",
+    throw InvalidArgumentError("elapsed time needs two events made with timing (new compute.Event({ timing: true }))",
                                "ERR_CCA_EVENT_NOT_TIMED");
   }
   float ms = 0;

@@ -70,14 +70,18 @@ class DeviceCompute {
 
  private:
   struct FunctionRecord {
-    ModuleId module;
     std::string name;
     int max_dynamic_shared;  // what the launch may ask for now (raised by set_max_dynamic_shared)
   };
   KernelEngine& kernels(const char* what);
+  // The module's functions; ERR_CCA_INVALID_HANDLE for a module not loaded here.
+  std::vector<FunctionId>& module_locked(ModuleId module, const char* what);
   const FunctionRecord& function_locked(FunctionId function, const char* what) const;
+  // The device's launch limits, read from the driver once (the read out of line).
+  const LaunchLimits& limits_locked(KernelEngine& k) { return have_limits_ ? limits_ : read_limits_locked(k); }
+  const LaunchLimits& read_limits_locked(KernelEngine& k);
   bool event_timed_locked(EventId event, const char* what) const;
-  void check_shape(const FunctionRecord& f, const LaunchShape& shape);
+  void check_shape(const FunctionRecord& f, const LaunchLimits& limits, const LaunchShape& shape) const;
   void fail(const char* what, Status s) const;
 
   Device& device_;
