@@ -5,7 +5,7 @@ import { capture, forgetHistorySettings, sampleStack } from './history/record.js
 import { stacks, tags } from './history/stack-store.js';
 import { notifyOutOfMemory } from './oom.js';
 import { native } from './native.js';
-import { Stream, defaultStream } from './stream.js';
+import { Stream, checkStream, defaultStream } from './stream.js';
 import { generation, setGeneration } from './generation.js';
 import { resetCurrentDevice, resolveDevice } from './device.js';
 import { checkBoolean, checkInteger, checkOptions, checkSize, checkString, typeError } from './validate.js';
@@ -47,12 +47,6 @@ export interface AllocOptions {
 }
 
 const ALLOC_OPTIONS = ['stream', 'device', 'tag'] as const;
-
-function checkStream(name: string, value: unknown): Stream {
-  if (!Stream.isStream(value)) throw typeError('a Stream from cuda.Stream.create() or cuda.defaultStream()', name, value);
-  value.assertUsable(name);
-  return value;
-}
 
 /**
  * Allocates `size` bytes of device memory for use on a stream, from the cache when a

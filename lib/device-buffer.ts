@@ -10,7 +10,7 @@ import { stacks } from './history/stack-store.js';
 import { BufferView } from './compute/buffer-view.js';
 import { HostBuffer } from './host-buffer.js';
 import { InvalidArgumentError } from './errors.js';
-import { Stream as StreamClass } from './stream.js';
+import { checkStream } from './stream.js';
 import { checkOptions } from './validate.js';
 
 export interface AsyncCopyOptions {
@@ -22,15 +22,10 @@ export interface AsyncCopyOptions {
   recordStreams?: boolean;
 }
 
-function asyncOptions(op: string, options: unknown): { offset: number; stream: Stream | undefined; record: boolean } {
+function asyncOptions(op: string, options: unknown, device: number): { offset: number; stream: Stream | undefined; record: boolean } {
   const o = checkOptions<AsyncCopyOptions>(`${op} options`, options, ['offset', 'stream', 'recordStreams']);
   const offset = o.offset === undefined ? 0 : checkInteger('options.offset', o.offset, 0, Number.MAX_SAFE_INTEGER);
-  let stream: Stream | undefined;
-  if (o.stream !== undefined) {
-    if (!StreamClass.isStream(o.stream)) throw typeError('a Stream', 'options.stream', o.stream);
-    o.stream.assertUsable('options.stream');
-    stream = o.stream;
-  }
+  const stream = o.stream === undefined ? undefined : checkStream('options.stream', o.stream, device);
   const record = o.recordStreams === undefined ? true : o.recordStreams;
   if (typeof record !== 'boolean') throw typeError('a boolean', 'options.recordStreams', record);
   return { offset, stream, record };
@@ -45,9 +40,7 @@ function hostView(op: string, value: unknown): ArrayBufferView {
   throw typeError('a HostBuffer, a typed array over one, or a DeviceBuffer', `${op} ${op === 'copyToAsync' ? 'dst' : 'src'}`, value);
 }
 
-function streamMismatch(got: number, want: number, what = 'options.stream'): InvalidArgumentError {
-  return new InvalidArgumentError(`${what} is on device ${got} but the buffer is on device ${want}`, 'ERR_CCA_DEVICE_MISMATCH');
-}
+
 
 // Only cuda.alloc() holds this: a DeviceBuffer cannot be made by hand (`new DeviceBuffer(ptr,
 // 1e9, ...)` would otherwise pass every TypeScript check). The addon refuses a forged range
@@ -143,9 +136,8 @@ export class DeviceBuffer {
    */
   copyFromAsync(src: HostBuffer | ArrayBufferView | DeviceBuffer | BufferView, options?: AsyncCopyOptions): this {
     DeviceBuffer.#assertLive(this, 'copyFromAsync');
-    const o = asyncOptions('copyFromAsync', options);
+    const o = asyncOptions('copyFromAsync', options, this.device);
     const stream = o.stream ?? this.stream;
-    if (stream.device !== this.device) throw streamMismatch(stream.device, this.device);
     if (DeviceBuffer.isDeviceBuffer(src) || src instanceof BufferView) {
       const buf = src instanceof BufferView ? src.buffer : src;
       const srcOffset = src instanceof BufferView ? src.offset : 0;
@@ -153,7 +145,10 @@ export class DeviceBuffer {
         throw new InvalidPointerError(`copyFromAsync: src (${buf.size} bytes on device ${buf.device}) was freed`,
           'ERR_CCA_INVALID_POINTER');
       }
-      if (buf.device !== this.device) throw streamMismatch(buf.device, this.device, 'src');
+      if (buf.device !== this.device) {
+        throw new InvalidArgumentError(`src is on device ${buf.device} but the buffer is on device ${this.device}`,
+          'ERR_CCA_DEVICE_MISMATCH');
+      }
       this.#checkLength('copyFromAsync', src.size, o.offset);
       if (src.size > 0) {
         native.copyDeviceAsync(this.device, this.ptr, o.offset, src.size, buf.ptr, srcOffset, src.size, stream.handle, o.record);
@@ -172,9 +167,8 @@ export class DeviceBuffer {
    */
   copyToAsync<T extends HostBuffer | ArrayBufferView>(dst: T, options?: AsyncCopyOptions): T {
     DeviceBuffer.#assertLive(this, 'copyToAsync');
-    const o = asyncOptions('copyToAsync', options);
+    const o = asyncOptions('copyToAsync', options, this.device);
     const stream = o.stream ?? this.stream;
-    if (stream.device !== this.device) throw streamMismatch(stream.device, this.device);
     const view = hostView('copyToAsync', dst);
     this.#checkLength('copyToAsync', view.byteLength, o.offset);
     if (view.byteLength > 0) native.copyToHostAsync(this.device, this.ptr, o.offset, view, stream.handle, o.record);

@@ -155,6 +155,22 @@ export function setEventHandleReader(read: (event: unknown, name: string) => num
   eventHandle = read;
 }
 
+/**
+ * `value` as a usable Stream, or a coded error naming `name`: not a Stream
+ * (ERR_INVALID_ARG_TYPE), destroyed or of a replaced runtime (ERR_CCA_INVALID_STREAM), or,
+ * with `device`, of another device than the `what` it is used with (ERR_CCA_DEVICE_MISMATCH).
+ * @internal
+ */
+export function checkStream(name: string, value: unknown, device?: number, what = 'the buffer'): Stream {
+  Stream.prototype.assertUsable.call(value as Stream, name);
+  const stream = value as Stream;
+  if (device !== undefined && stream.device !== device) {
+    throw new InvalidArgumentError(`${name} is on device ${stream.device} but ${what} is on device ${device}`,
+      'ERR_CCA_DEVICE_MISMATCH');
+  }
+  return stream;
+}
+
 const defaults = new Map<number, Stream>();
 let defaultsGeneration: number | undefined;  // read lazily: importing must not start the runtime
 

@@ -59,6 +59,15 @@ export function checkString(name: string, value: unknown): string {
   return value;
 }
 
+/** An object whose every value is a string (`what` says what it maps, for the message). */
+export function checkStringRecord(name: string, value: unknown, what: string): Record<string, string> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value) ||
+    !Object.values(value).every((v) => typeof v === 'string')) {
+    throw typeError(what, name, value);
+  }
+  return value as Record<string, string>;
+}
+
 export function checkBoolean(name: string, value: unknown): boolean {
   if (typeof value !== 'boolean') throw typeError('a boolean', name, value);
   return value;

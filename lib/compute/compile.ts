@@ -5,7 +5,7 @@
 import { CompileError, InvalidArgumentError } from '../errors.js';
 import { native } from '../native.js';
 import { getDeviceProperties, resolveDevice } from '../device.js';
-import { checkOptions, checkString, describe, typeError } from '../validate.js';
+import { checkOptions, checkString, checkStringRecord, describe, typeError } from '../validate.js';
 import { Module } from './module.js';
 import type { CompilerInfo } from '../../binding.js';
 
@@ -66,7 +66,7 @@ export function compile(source: string, options?: CompileOptions): Promise<Compi
   const device = o.device === undefined ? undefined : resolveDevice(o.device, 'options.device');
   const defines = defineFlags(o.defines);
   const extra = stringList('options.options', o.options);
-  const headers = o.headers === undefined ? {} : stringRecord('options.headers', o.headers);
+  const headers = o.headers === undefined ? {} : checkStringRecord('options.headers', o.headers, 'an object of header names to their contents');
   const expressions = stringList('options.nameExpressions', o.nameExpressions);
   const info = native.compilerInfo();
   if (!info.available) {
@@ -140,12 +140,4 @@ function stringList(name: string, value: unknown): string[] {
   if (value === undefined) return [];
   if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) throw typeError('an array of strings', name, value);
   return value as string[];
-}
-
-function stringRecord(name: string, value: unknown): Record<string, string> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value) ||
-    !Object.values(value).every((v) => typeof v === 'string')) {
-    throw typeError('an object of header names to their contents', name, value);
-  }
-  return value as Record<string, string>;
 }

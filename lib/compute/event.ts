@@ -1,11 +1,11 @@
 // Events: a mark in a stream's work, to wait for, to order another stream behind, or (made
 // with timing) to measure the time between two marks on the GPU.
-import { ArgumentTypeError, InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError } from '../errors.js';
 import { native } from '../native.js';
 import { resolveDevice } from '../device.js';
 import { generation } from '../generation.js';
-import { defaultStream, setEventHandleReader, Stream } from '../stream.js';
-import { checkBoolean, checkOptions, describe } from '../validate.js';
+import { checkStream, defaultStream, setEventHandleReader, Stream } from '../stream.js';
+import { checkBoolean, checkOptions, typeError } from '../validate.js';
 
 export interface EventOptions {
   /** The device (default: the current device). */
@@ -36,7 +36,7 @@ export class Event {
 
   /** @internal The native handle, checked usable. */
   static handleOf(value: unknown, name: string): number {
-    if (!Event.isEvent(value)) throw new ArgumentTypeError(`Expected an Event for ${name} but received ${describe(value)}`);
+    if (!Event.isEvent(value)) throw typeError('an Event', name, value);
     if (value.#destroyed) throw new InvalidArgumentError(`${name} was destroyed`, 'ERR_CCA_INVALID_EVENT');
     if (value.#generation !== generation()) {
       throw new InvalidArgumentError(`${name} belongs to a runtime that was replaced by cuda.sim.configure() or ` +
@@ -47,7 +47,7 @@ export class Event {
 
   /** Marks the work queued on `stream` so far (default: the device's default stream). */
   record(stream?: Stream): this {
-    const s = stream === undefined ? defaultStream(this.device) : checkStream(stream, 'stream', this.device);
+    const s = stream === undefined ? defaultStream(this.device) : checkStream('stream', stream, this.device, 'the event');
     native.eventRecord(this.device, Event.handleOf(this, 'event'), s.handle);
     return this;
   }
@@ -101,14 +101,5 @@ export class Event {
   }
 }
 
-function checkStream(value: unknown, name: string, device: number): Stream {
-  if (!Stream.isStream(value)) throw new ArgumentTypeError(`Expected a Stream for ${name} but received ${describe(value)}`);
-  value.assertUsable(name);
-  if (value.device !== device) {
-    throw new InvalidArgumentError(`${name} is on device ${value.device} but the event is on device ${device}`,
-      'ERR_CCA_DEVICE_MISMATCH');
-  }
-  return value;
-}
 
 setEventHandleReader((event, name) => Event.handleOf(event, name));

@@ -5,8 +5,8 @@
 import { DeviceBuffer } from '../device-buffer.js';
 import { ArgumentTypeError, InvalidArgumentError } from '../errors.js';
 import { native } from '../native.js';
-import { defaultStream, Stream } from '../stream.js';
-import { checkOptions, describe, rangeError, typeError } from '../validate.js';
+import { checkStream, defaultStream, type Stream } from '../stream.js';
+import { checkInteger, checkOptions, describe, rangeError, typeError } from '../validate.js';
 import { BufferView } from './buffer-view.js';
 import type { Module } from './module.js';
 import { Kind, type ArgsOf, type Layout, type ParamType } from './signature.js';
@@ -130,11 +130,7 @@ export class Kernel<T extends readonly ParamType[] = readonly ParamType[]> {
           if (value !== undefined) shared = checkU32('config.sharedMem', value);
           break;
         case 'stream':
-          if (value !== undefined) {
-            if (!Stream.isStream(value)) throw typeError('a Stream', 'config.stream', value);
-            value.assertUsable('config.stream');
-            stream = value;
-          }
+          if (value !== undefined) stream = checkStream('config.stream', value, this.device, 'the kernel');
           break;
         case 'recordStreams':
           if (value !== undefined) {
@@ -257,9 +253,6 @@ export class Kernel<T extends readonly ParamType[] = readonly ParamType[]> {
         'ERR_CCA_LAUNCH_STREAM');
       }
       stream = implied ?? defaultStream(this.device);
-    } else if (stream.device !== this.device) {
-      throw new InvalidArgumentError(`config.stream is on device ${stream.device} but the kernel is on device ` +
-        `${this.device}`, 'ERR_CCA_DEVICE_MISMATCH');
     }
     native.launchBound(this, stream.handle, useCount, record ? 1 : 0);
   }
@@ -273,13 +266,7 @@ export class Kernel<T extends readonly ParamType[] = readonly ParamType[]> {
   }
 }
 
-function checkU32(name: string, value: unknown): number {
-  if (typeof value !== 'number') throw typeError('an integer from 0 to 4294967295', name, value);
-  if (!Number.isInteger(value) || value < 0 || value > U32_MAX) {
-    throw rangeError('an integer from 0 to 4294967295', name, value);
-  }
-  return value;
-}
+const checkU32 = (name: string, value: unknown): number => checkInteger(name, value, 0, U32_MAX);
 
 // A count, or [x, y?, z?], into shape[at..at+2]; missing dimensions are 1.
 function dims(value: unknown, name: string, shape: Uint32Array, at: number): void {

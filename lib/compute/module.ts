@@ -1,9 +1,9 @@
 // Modules: CUBIN, fatbin or PTX loaded onto a device, and the kernels taken from them.
-import { ArgumentTypeError, InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError } from '../errors.js';
 import { native } from '../native.js';
 import { resolveDevice } from '../device.js';
 import { generation } from '../generation.js';
-import { checkOptions, checkString, describe } from '../validate.js';
+import { checkOptions, checkString, checkStringRecord, typeError } from '../validate.js';
 import { Kernel, makeKernel } from './kernel.js';
 import { layoutOf, type ParamType } from './signature.js';
 
@@ -18,8 +18,7 @@ function startsWith(bytes: Uint8Array, magic: number[]): boolean {
 function imageBytes(image: unknown): Uint8Array {
   if (typeof image === 'string') return new TextEncoder().encode(`${image}\0`);
   if (!ArrayBuffer.isView(image)) {
-    throw new ArgumentTypeError('Expected CUBIN, fatbin or PTX (a Uint8Array, Buffer or string) for image but ' +
-      `received ${describe(image)}`);
+    throw typeError('CUBIN, fatbin or PTX (a Uint8Array, Buffer or string)', 'image', image);
   }
   const bytes = new Uint8Array(image.buffer, image.byteOffset, image.byteLength);
   if (bytes.length === 0) throw new InvalidArgumentError('image is empty: give CUBIN, fatbin or PTX', 'ERR_CCA_INVALID_MODULE');
@@ -59,8 +58,8 @@ export class Module {
   static load(image: Uint8Array | ArrayBufferView | string, options?: ModuleLoadOptions): Module {
     const o = checkOptions<ModuleLoadOptions>('Module.load options', options, ['device', 'names']);
     const device = resolveDevice(o.device, 'options.device');
-    const names = o.names ?? {};
-    if (typeof names !== 'object' || names === null) throw new ArgumentTypeError(`Expected an object for options.names but received ${describe(names)}`);
+    const names = o.names === undefined ? {} :
+      checkStringRecord('options.names', o.names, 'an object of name expressions to mangled names');
     const bytes = imageBytes(image);
     return new Module(device, native.moduleLoad(device, bytes), { ...names });
   }

@@ -156,6 +156,8 @@ const CALLS: Call[] = [
   { name: 'compute.Module.load', param: 'image', valid: (v) => typeof v === 'string' || ArrayBuffer.isView(v), call: (v) => compute.Module.load(v as string) },
   { name: 'compute.Module.load', param: 'options', valid: kinds.options, extra: badOptions(['device', 'names']), call: (v) => compute.Module.load('x', v as never) },
   { name: 'compute.Module.load', param: 'options.device', valid: kinds.device, call: (v) => compute.Module.load('x', { device: v as number }) },
+  { name: 'compute.Module.load', param: 'options.names', valid: (v) => v === undefined || kinds.options(v), extra: () => [{ 'f<int>': 1 }],
+    call: (v) => compute.Module.load('x', { names: v as never }) },
   { name: 'compute.launchLimits', param: 'device', valid: kinds.device, call: (v) => compute.launchLimits(v as number) },
   { name: 'compute.compile', param: 'source', valid: kinds.string, call: (v) => compute.compile(v as string) },
   { name: 'compute.compile', param: 'options', valid: kinds.options, extra: badOptions(['arch', 'defines']), call: (v) => compute.compile('', v as never) },
