@@ -142,74 +142,70 @@ bool SimDevice::for_each_piece_locked(DevicePtr ptr, std::size_t bytes, F&& fn) 
   return true;
 }
 
-// Copies check their range at once and move bytes when the stream runs them: at once on a
-// stream with nothing held, else when it completes. Host memory must stay valid until then
-// (pinned blocks are kept until the copy's event completes, as on a GPU).
+// A copy runs at once on a stream with nothing held (one walk of its ranges, which also
+// checks them), or, behind held work, is checked now and queued: it lands when the stream
+// completes, as a GPU's would. Host memory must stay valid until then (pinned blocks are
+// kept until the copy's event completes, as on a GPU).
+template <class Move>
+Status SimDevice::copy_locked(StreamId stream, std::initializer_list<std::pair<DevicePtr, std::size_t>> ranges,
+                              Move&& move) {
+  if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "copy on an unknown stream");
+  if (!queued_behind_locked(stream)) {
+    return move() ? Status::kOk : fail(Status::kInvalidValue, "copy outside device memory");
+  }
+  for (const auto& [at, bytes] : ranges) {
+    if (!for_each_piece_locked(at, bytes, [](unsigned char*, std::size_t) {})) {
+      return fail(Status::kInvalidValue, "copy outside device memory");
+    }
+  }
+  work_[stream].copies.emplace_back(std::forward<Move>(move));
+  return Status::kOk;
+}
+
 Status SimDevice::memcpy_htod(DevicePtr dst, const void* src, std::size_t bytes, StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "copy on an unknown stream");
-  if (!for_each_piece_locked(dst, bytes, [](unsigned char*, std::size_t) {})) {
-    return fail(Status::kInvalidValue, "copy outside device memory");
-  }
-  run_or_queue_locked(stream, [this, dst, src, bytes] {
+  return copy_locked(stream, {{dst, bytes}}, [this, dst, src, bytes] {
     const auto* from = static_cast<const unsigned char*>(src);
-    for_each_piece_locked(dst, bytes, [&](unsigned char* mem, std::size_t n) {
+    return for_each_piece_locked(dst, bytes, [&](unsigned char* mem, std::size_t n) {
       std::memcpy(mem, from, n);
       from += n;
     });
   });
-  return Status::kOk;
 }
 
 Status SimDevice::memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "copy on an unknown stream");
-  if (!for_each_piece_locked(src, bytes, [](unsigned char*, std::size_t) {})) {
-    return fail(Status::kInvalidValue, "copy outside device memory");
-  }
-  run_or_queue_locked(stream, [this, dst, src, bytes] {
+  return copy_locked(stream, {{src, bytes}}, [this, dst, src, bytes] {
     auto* to = static_cast<unsigned char*>(dst);
-    for_each_piece_locked(src, bytes, [&](unsigned char* mem, std::size_t n) {
+    return for_each_piece_locked(src, bytes, [&](unsigned char* mem, std::size_t n) {
       std::memcpy(to, mem, n);
       to += n;
     });
   });
-  return Status::kOk;
 }
 
 Status SimDevice::memcpy_dtod(DevicePtr dst, DevicePtr src, std::size_t bytes, StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "copy on an unknown stream");
-  if (!for_each_piece_locked(src, bytes, [](unsigned char*, std::size_t) {}) ||
-      !for_each_piece_locked(dst, bytes, [](unsigned char*, std::size_t) {})) {
-    return fail(Status::kInvalidValue, "copy outside device memory");
-  }
-  run_or_queue_locked(stream, [this, dst, src, bytes] {
-    std::vector<unsigned char> staged(bytes);
+  return copy_locked(stream, {{src, bytes}, {dst, bytes}}, [this, dst, src, bytes] {
+    std::vector<unsigned char> staged(bytes);  // the ranges may overlap
     auto* to = staged.data();
-    for_each_piece_locked(src, bytes, [&](unsigned char* mem, std::size_t n) {
-      std::memcpy(to, mem, n);
-      to += n;
-    });
     const unsigned char* from = staged.data();
-    for_each_piece_locked(dst, bytes, [&](unsigned char* mem, std::size_t n) {
-      std::memcpy(mem, from, n);
-      from += n;
-    });
+    return for_each_piece_locked(src, bytes, [&](unsigned char* mem, std::size_t n) {
+             std::memcpy(to, mem, n);
+             to += n;
+           }) &&
+           for_each_piece_locked(dst, bytes, [&](unsigned char* mem, std::size_t n) {
+             std::memcpy(mem, from, n);
+             from += n;
+           });
   });
-  return Status::kOk;
 }
 
 Status SimDevice::memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "memset on an unknown stream");
-  if (!for_each_piece_locked(dst, bytes, [](unsigned char*, std::size_t) {})) {
-    return fail(Status::kInvalidValue, "memset outside device memory");
-  }
-  run_or_queue_locked(stream, [this, dst, value, bytes] {
-    for_each_piece_locked(dst, bytes, [&](unsigned char* mem, std::size_t n) { std::memset(mem, value, n); });
+  return copy_locked(stream, {{dst, bytes}}, [this, dst, value, bytes] {
+    return for_each_piece_locked(dst, bytes, [&](unsigned char* mem, std::size_t n) { std::memset(mem, value, n); });
   });
-  return Status::kOk;
 }
 
 Status SimDevice::host_alloc(void** out, std::size_t bytes) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <functional>
+#include <initializer_list>
 #include <mutex>
 #include <set>
 #include <string>
@@ -113,9 +114,12 @@ class SimDevice final : public Device, public CopyEngine {
   unsigned char* backing_locked(DevicePtr base, std::size_t len);
   // A stream whose new work cannot complete now: held, or waiting for a pending event.
   bool blocked_locked(StreamId stream);
-  // Runs a copy now, or queues it behind the stream's held work (it lands when the stream
-  // completes, as a GPU's would).
-  void run_or_queue_locked(StreamId stream, std::function<void()> copy);
+  // Whether new work on the stream must wait: held, waiting for an event, or behind copies
+  // already queued.
+  bool queued_behind_locked(StreamId stream);
+  // A copy or fill: `move` walks its device ranges and says whether they were all backed.
+  template <class Move>
+  Status copy_locked(StreamId stream, std::initializer_list<std::pair<DevicePtr, std::size_t>> ranges, Move&& move);
   void run_copies_locked(StreamId stream);
   bool event_pending_locked(EventId event) const;
   // Completes the stream's work (and first the work it waits for), then whatever that

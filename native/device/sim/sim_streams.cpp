@@ -9,14 +9,9 @@
 
 namespace cca {
 
-void SimDevice::run_or_queue_locked(StreamId stream, std::function<void()> copy) {
+bool SimDevice::queued_behind_locked(StreamId stream) {
   auto w = work_.find(stream);
-  const bool behind = w != work_.end() && !w->second.copies.empty();
-  if (behind || blocked_locked(stream)) {
-    work_[stream].copies.push_back(std::move(copy));
-  } else {
-    copy();
-  }
+  return (w != work_.end() && !w->second.copies.empty()) || blocked_locked(stream);
 }
 
 void SimDevice::run_copies_locked(StreamId stream) {
