@@ -170,6 +170,50 @@ test('pinned memory: async copies in, a kernel, async copies out, on two streams
   await work.done();
   assert.equal(new Float32Array(hy.array.buffer)[n >> 1], 6);
   for (const b of [x, y, z, hy]) b.free();
+  const before = memory.host_memory_stats();
+  memory.empty_host_cache();  // both blocks' copies are done: both go back
+  const after = memory.host_memory_stats();
+  assert.equal(after.num_host_free - before.num_host_free, 2);
+  assert.equal(after['allocations.current'], before['allocations.current'] - 2);
+});
+
+test('the CUBIN, PTX and fatbin fixtures: each is what it claims, and loads (a GPU) or is refused by name (the fake)', () => {
+  const dir = new URL('../fixtures/kernels/', import.meta.url);
+  const cubin = readFileSync(new URL('kernels.sm_90.cubin', dir));
+  const ptx = readFileSync(new URL('kernels.compute_90.ptx', dir));
+  const fatbin = readFileSync(new URL('kernels.fatbin', dir));
+  assert.deepEqual([...cubin.subarray(0, 4)], [0x7f, 0x45, 0x4c, 0x46]);  // ELF
+  assert.deepEqual([...fatbin.subarray(0, 4)], [0x50, 0xed, 0x55, 0xba]);  // 0xba55ed50
+  assert.match(ptx.toString('utf8', 0, 400), /\.version \d+\.\d+[\s\S]*\.target sm_90/);
+  for (const image of [cubin, ptx, fatbin, ptx.toString('utf8')]) {
+    if (fake) {
+      assert.throws(() => compute.Module.load(image), (e) => e.code === 'ERR_CCA_INVALID_MODULE' && /CUDA_ERROR_INVALID_IMAGE/.test(e.message));
+      continue;
+    }
+    const m = compute.Module.load(image);
+    const saxpy = m.getKernel('saxpy', ['f32', 'ptr', 'ptr', 'u32']);
+    const x = cuda.alloc(1024 * 4).copyFrom(new Float32Array(1024).fill(1));
+    const y = cuda.alloc(1024 * 4).copyFrom(new Float32Array(1024).fill(2));
+    saxpy.launch(grid(1024), 3, x, y, 1024);
+    assert.equal(y.copyTo(new Float32Array(1))[0], 5);
+    x.free();
+    y.free();
+    m.unload();
+  }
+});
+
+test('dynamic shared memory above 48 KiB after setMaxDynamicSharedMemory, and not beyond it', () => {
+  const limits = compute.launchLimits();
+  const b = cuda.alloc(4);
+  const bytes = 96 * 1024;
+  assert.throws(() => k.fill32.launch({ grid: 1, block: 1, sharedMem: bytes }, b, 0, 1), { code: 'ERR_CCA_LAUNCH_CONFIG' });
+  k.fill32.setMaxDynamicSharedMemory(bytes);
+  assert.equal(k.fill32.attributes.maxDynamicSharedSizeBytes, bytes);
+  k.fill32.launch({ grid: 1, block: 1, sharedMem: bytes }, b, 7, 1);
+  assert.equal(b.copyTo(new Uint32Array(1))[0], 7);
+  assert.throws(() => k.fill32.launch({ grid: 1, block: 1, sharedMem: bytes + 1 }, b, 0, 1), { code: 'ERR_CCA_LAUNCH_CONFIG' });
+  assert.throws(() => k.fill32.setMaxDynamicSharedMemory(limits.maxSharedPerBlockOptin + 1), { code: 'ERR_CCA_LAUNCH_CONFIG' });
+  b.free();
 });
 
 test('a launch with buffers of two streams needs a stream', () => {
