@@ -44,6 +44,8 @@ step gpu_bench.txt 120 ./build-tests/cca_gpu_bench
 step js_alloc_free.txt 90 env CCA_DEVICE=cuda node bench/js-alloc-free.mjs
 step js_snapshot.txt 90 env CCA_DEVICE=cuda node bench/js-snapshot.mjs
 step pytorch.txt 90 python3 bench/gpu/pytorch_compare.py
+# Whether this torch records pinned host memory in history yet (issue 21's last item).
+step pytorch_pinned_history.txt 60 python3 bench/gpu/pytorch_pinned_history.py "$out/pinned-history.pickle"
 step pytorch_cpp_pair.txt 240 env CCA_TORCH_EXT_DIR="$(mktemp -d)" python3 bench/gpu/pytorch_cpp_pair.py
 [ -n "${OUT:-}" ] && tar czf "$OUT/gpu-results.tgz" "$out"
 tail -n +1 "$out"/*.txt
