@@ -8,6 +8,7 @@
 #include "copy_functions.h"
 #include "event_functions.h"
 #include "history_functions.h"
+#include "interop_functions.h"
 #include "launch_functions.h"
 #include "host_functions.h"
 #include "mem_pool_functions.h"
@@ -33,6 +34,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   cca::binding::register_event_functions(env, exports);
   cca::binding::register_compiler_functions(env, exports);
   cca::binding::register_host_functions(env, exports);
+  cca::binding::register_interop_functions(env, exports);
   return exports;
 }
 

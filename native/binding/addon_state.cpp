@@ -2,7 +2,7 @@
 
 #include <atomic>
 
-#include "runtime_holder.h"
+#include "../runtime/process_runtime.h"
 
 namespace cca::binding {
 
@@ -44,7 +44,7 @@ void install_state(Napi::Env env) {
 
 std::uint32_t runtime_generation(Napi::Env env) {
   const AddonState& s = state(env);
-  return s.own_runtime ? s.own_generation : runtime_generation();
+  return s.own_runtime ? s.own_generation : cca::runtime_generation();
 }
 
 std::uint32_t isolate_environment(Napi::Env env, const SimOptions& sim) {
@@ -59,7 +59,7 @@ std::uint32_t replace_environment_runtime(Napi::Env env, const std::string& kind
   AddonState& s = state(env);
   if (!s.own_runtime) {
     replace_runtime(kind, sim);
-    return runtime_generation();
+    return cca::runtime_generation();
   }
   if (kind != "sim") {
     throw InvalidArgumentError("this thread has simulated devices of its own (cuda.sim.isolate()); it cannot switch to '" +

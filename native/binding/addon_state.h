@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "../common/errors.h"
-#include "runtime_holder.h"
+#include "../runtime/process_runtime.h"
 
 namespace cca::binding {
 

@@ -13,7 +13,7 @@
 #include "js_errors.h"
 #include "args.h"
 #include "export.h"
-#include "runtime_holder.h"
+#include "../runtime/process_runtime.h"
 
 namespace cca::binding {
 

@@ -5,7 +5,7 @@
 
 #include "args.h"
 #include "export.h"
-#include "runtime_holder.h"
+#include "../runtime/process_runtime.h"
 
 namespace cca::binding {
 

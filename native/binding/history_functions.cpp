@@ -6,7 +6,7 @@
 #include "../common/clock.h"
 #include "export.h"
 #include "args.h"
-#include "runtime_holder.h"
+#include "../runtime/process_runtime.h"
 #include "snapshot_records.h"
 
 namespace cca::binding {

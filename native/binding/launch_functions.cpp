@@ -17,7 +17,7 @@
 #include "args.h"
 #include "export.h"
 #include "js_errors.h"
-#include "runtime_holder.h"
+#include "../runtime/process_runtime.h"
 
 namespace cca::binding {
 

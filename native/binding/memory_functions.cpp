@@ -6,7 +6,7 @@
 #include "../allocator/state/stats.h"
 #include "export.h"
 #include "args.h"
-#include "runtime_holder.h"
+#include "../runtime/process_runtime.h"
 
 namespace cca::binding {
 

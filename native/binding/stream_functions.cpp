@@ -3,7 +3,7 @@
 
 #include "export.h"
 #include "args.h"
-#include "runtime_holder.h"
+#include "../runtime/process_runtime.h"
 
 namespace cca::binding {
 

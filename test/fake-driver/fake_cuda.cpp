@@ -7,7 +7,7 @@
 // FAKE_CUDA_CAPACITY_MB (default 256), FAKE_CUDA_INIT_ERROR (a CUresult cuInit returns).
 // Switches (exported, for tests): fake_cuda_fail_next_allocs(n), fake_cuda_fail_next_event_queries(n),
 // fake_cuda_hold_stream(stream, held), fake_cuda_complete_stream(stream), fake_cuda_live_allocations(),
-// fake_cuda_live_host_allocations(), fake_cuda_driver_calls().
+// fake_cuda_live_host_allocations(), fake_cuda_driver_calls(), fake_cuda_foreign_context_calls().
 // This file holds devices and memory; streams and events are in fake_streams.cpp, modules
 // and kernels (CPU functions) in fake_kernels.cpp, their shared state in fake_state.h.
 #include <sys/mman.h>
@@ -29,6 +29,11 @@ std::set<Stream*>& streams = *new std::set<Stream*>;
 std::set<Event*>& events = *new std::set<Event*>;
 Stream& default_stream = *new Stream;
 thread_local int current_device = -1;
+thread_local Ctx* current_context = nullptr;
+std::atomic<std::uint64_t> foreign_context_calls{0};
+void note_context() {
+  if (current_context != nullptr && !current_context->primary) foreign_context_calls.fetch_add(1);
+}
 CUresult sticky = kSuccess;
 std::atomic<std::uint64_t> driver_calls{0};
 void count_call() { driver_calls.fetch_add(1, std::memory_order_relaxed); }
@@ -37,10 +42,6 @@ void count_call() { driver_calls.fetch_add(1, std::memory_order_relaxed); }
 using namespace fake;
 
 namespace {
-
-struct Ctx {
-  int device;
-};
 
 bool initialized = false;
 int device_count = 1;
@@ -81,7 +82,7 @@ FAKE CUresult cuInit(unsigned) {
   device_count = static_cast<int>(env_size("FAKE_CUDA_DEVICES", 1));
   capacity = env_size("FAKE_CUDA_CAPACITY_MB", 256) << 20;
   contexts.assign(static_cast<std::size_t>(device_count), Ctx{});
-  for (int i = 0; i < device_count; ++i) contexts[static_cast<std::size_t>(i)].device = i;
+  for (int i = 0; i < device_count; ++i) contexts[static_cast<std::size_t>(i)] = Ctx{i, true};
   used.assign(static_cast<std::size_t>(device_count), 0);
   initialized = true;
   return kSuccess;
@@ -176,7 +177,38 @@ FAKE CUresult cuDevicePrimaryCtxRelease_v2(int) { return kSuccess; }
 
 FAKE CUresult cuCtxSetCurrent(void* ctx) {
   fake::count_call();
+  current_context = static_cast<Ctx*>(ctx);
   current_device = ctx ? static_cast<Ctx*>(ctx)->device : -1;
+  return kSuccess;
+}
+
+FAKE CUresult cuCtxGetCurrent(void** ctx) {
+  fake::count_call();
+  *ctx = current_context;
+  return kSuccess;
+}
+
+// A context of the caller's own (not the device's primary one), made current as the real
+// cuCtxCreate makes it: what another library switching contexts under the allocator does.
+FAKE CUresult cuCtxCreate_v2(void** ctx, unsigned, int d) {
+  fake::count_call();
+  if (d < 0 || d >= device_count) return kInvalidDevice;
+  auto* c = new Ctx{d, false};
+  current_context = c;
+  current_device = d;
+  *ctx = c;
+  return kSuccess;
+}
+
+FAKE CUresult cuCtxDestroy_v2(void* ctx) {
+  fake::count_call();
+  auto* c = static_cast<Ctx*>(ctx);
+  if (c == nullptr || c->primary) return kInvalidValue;
+  if (current_context == c) {
+    current_context = nullptr;
+    current_device = -1;
+  }
+  delete c;
   return kSuccess;
 }
 
@@ -191,6 +223,7 @@ FAKE CUresult cuCtxSynchronize() {
 
 FAKE CUresult cuMemAlloc_v2(unsigned long long* p, std::size_t size) {
   fake::count_call();
+  fake::note_context();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   if (CUresult r = take_capacity(size); r != kSuccess) return r;
@@ -206,6 +239,7 @@ FAKE CUresult cuMemAlloc_v2(unsigned long long* p, std::size_t size) {
 
 FAKE CUresult cuMemFree_v2(unsigned long long p) {
   fake::count_call();
+  fake::note_context();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   auto it = allocations.find(p);
@@ -218,6 +252,7 @@ FAKE CUresult cuMemFree_v2(unsigned long long p) {
 
 FAKE CUresult cuMemGetInfo_v2(std::size_t* free_bytes, std::size_t* total) {
   fake::count_call();
+  fake::note_context();
   std::lock_guard<std::mutex> lock(mu);
   if (current_device < 0) return kInvalidValue;
   *total = capacity;
@@ -363,6 +398,7 @@ FAKE CUresult cuMemAddressFree(unsigned long long p, std::size_t size) {
 
 FAKE CUresult cuMemCreate(unsigned long long* handle, std::size_t size, const void*, unsigned long long) {
   fake::count_call();
+  fake::note_context();
   std::lock_guard<std::mutex> lock(mu);
   if (CUresult r = take_capacity(size); r != kSuccess) return r;
   *handle = reinterpret_cast<unsigned long long>(new Physical{current_device, size});
@@ -410,6 +446,9 @@ FAKE void fake_cuda_fail_next_allocs(int n) {
   fail_allocs = n;
 }
 FAKE std::uint64_t fake_cuda_driver_calls() { return fake::driver_calls.load(); }
+// Calls that allocate, free or queue work made while a context other than a device's
+// primary one was current (the allocator must never make them: 0 in every test).
+FAKE std::uint64_t fake_cuda_foreign_context_calls() { return fake::foreign_context_calls.load(); }
 
 FAKE std::size_t fake_cuda_live_host_allocations() {
   std::lock_guard<std::mutex> lock(mu);

@@ -275,6 +275,7 @@ FAKE CUresult cuFuncSetAttribute(void* f, int attribute, int value) {
 FAKE CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                              unsigned shared, void* s, void** kernel_params, void** extra) {
   fake::count_call();
+  fake::note_context();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   Function* fn = function_of(f);

@@ -3,6 +3,7 @@
 // Everything is guarded by `mu` and heap-allocated and never destroyed, like a real
 // driver's state: a caller releasing memory during process exit must not find it gone.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -18,6 +19,11 @@ constexpr CUresult kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kNotInitia
                    kIllegalAddress = 700, kLaunchFailed = 719;
 
 struct Event;
+
+struct Ctx {
+  int device;
+  bool primary;
+};
 
 // One unit of a stream's work, run in order. A wait does nothing but block the stream
 // until its event is complete; `ready`, when set, holds the op back until it says so (a
@@ -48,6 +54,11 @@ extern std::set<Stream*>& streams;  // created streams; the default stream is no
 extern std::set<Event*>& events;    // live events
 extern Stream& default_stream;
 extern thread_local int current_device;
+extern thread_local Ctx* current_context;
+extern std::atomic<std::uint64_t> foreign_context_calls;
+// Counts a call that allocates or queues work made while the caller's own context (not a
+// primary one) is current.
+void note_context();
 // Set when a kernel faults: every later call returns it, as a real context's sticky error.
 extern CUresult sticky;
 

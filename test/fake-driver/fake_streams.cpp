@@ -80,6 +80,7 @@ void fake::complete(Stream* s) {
 
 FAKE CUresult cuStreamCreate(void** s, unsigned) {
   fake::count_call();
+  fake::note_context();
   std::lock_guard<std::mutex> lock(mu);
   auto* st = new Stream{};
   st->device = current_device;
@@ -104,6 +105,7 @@ FAKE CUresult cuStreamDestroy_v2(void* s) {
 
 FAKE CUresult cuStreamSynchronize(void* s) {
   fake::count_call();
+  fake::note_context();
   std::lock_guard<std::mutex> lock(mu);
   Stream* st = stream_of(s);
   if (st == nullptr) return kInvalidHandle;
@@ -154,6 +156,7 @@ FAKE CUresult cuEventCreate(void** e, unsigned flags) {
 
 FAKE CUresult cuEventRecord(void* e, void* s) {
   fake::count_call();
+  fake::note_context();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   Event* ev = event_of(e);

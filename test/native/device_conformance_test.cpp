@@ -247,6 +247,34 @@ TEST(conformance_cuda_backend_on_fake_driver) {
   hold(as_ptr(side), 0);
   CHECK_VALID(a);
   a.destroy_stream(side);
+  // Another library's own context current on this thread (issue 22): the allocator's
+  // driver calls still go to the device's primary context, and the caller finds its own
+  // context current again afterwards. The fake counts calls made in a non-primary context;
+  // one made on purpose first shows that it does.
+  using CtxCreate = int (*)(void**, unsigned, int);
+  using CtxGet = int (*)(void**);
+  auto foreign_calls = symbol<std::uint64_t (*)()>(lib, "fake_cuda_foreign_context_calls");
+  void* mine = nullptr;
+  CHECK_EQ(symbol<CtxCreate>(lib, "cuCtxCreate_v2")(&mine, 0, 0), 0);
+  unsigned long long own = 0;
+  const std::uint64_t before_own = foreign_calls();
+  CHECK_EQ(symbol<int (*)(unsigned long long*, std::size_t)>(lib, "cuMemAlloc_v2")(&own, 4096), 0);
+  CHECK_EQ(foreign_calls() - before_own, std::uint64_t{1});
+  const std::uint64_t before = foreign_calls();
+  DevicePtr big = a.malloc(8 * MiB, 0);  // a new segment: cuMemAlloc
+  a.free(big);
+  a.empty_cache();  // cuMemFree
+  std::size_t free_now = 0, total_now = 0;
+  a.mem_get_info(&free_now, &total_now);
+  CHECK_EQ(foreign_calls() - before, std::uint64_t{0});
+  void* current = nullptr;
+  CHECK_EQ(symbol<CtxGet>(lib, "cuCtxGetCurrent")(&current), 0);
+  CHECK(current == mine);
+  CHECK_EQ(symbol<int (*)(unsigned long long)>(lib, "cuMemFree_v2")(own), 0);
+  CHECK_EQ(symbol<int (*)(void*)>(lib, "cuCtxDestroy_v2")(mine), 0);
+  a.free(a.malloc(4096, 0));  // no context current: the primary one is made current and kept
+  CHECK_EQ(symbol<CtxGet>(lib, "cuCtxGetCurrent")(&current), 0);
+  CHECK(current != nullptr);
 }
 
 TEST(conformance_real_gpu) {

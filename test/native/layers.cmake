@@ -1,19 +1,20 @@
 # The layers' include rule, checked on every file under native/ (a ctest: cmake -P).
 # A file may include its own layer and the layers below it:
-#   common  <- device, state, policy, host, compute, runtime, binding
-#   device  <- policy, host, compute, runtime, binding (the binding not device/cuda/: it asks device/select)
-#   host    <- compute, runtime, binding
-#   state   <- policy, compute, runtime, binding
-#   policy  <- compute, runtime, binding
-#   compute <- runtime, binding
-#   runtime <- binding
+#   common  <- device, state, policy, host, compute, runtime, interop, binding
+#   device  <- policy, host, compute, runtime, interop, binding (the binding not device/cuda/: it asks device/select)
+#   host    <- compute, runtime, interop, binding
+#   state   <- policy, compute, runtime, interop, binding
+#   policy  <- compute, runtime, interop, binding
+#   compute <- runtime, interop, binding
+#   runtime <- interop, binding
+#   interop <- binding; these two alone include the public C header, include/cca.h
 # The libraries link the same way (CMakeLists.txt), so a call upward does not link either.
 cmake_minimum_required(VERSION 3.15)
 get_filename_component(native "${CMAKE_CURRENT_LIST_DIR}/../../native" ABSOLUTE)
 
 # Each folder and its layer, the most specific folder first (device/cuda/ before device/).
-set(layer_folders common/=common device/cuda/=device-cuda device/=device allocator/state/=state
-    allocator/policy/=policy host/=host compute/=compute runtime/=runtime binding/=binding)
+set(layer_folders ../include/=public-header common/=common device/cuda/=device-cuda device/=device allocator/state/=state
+    allocator/policy/=policy host/=host compute/=compute runtime/=runtime interop/=interop binding/=binding)
 
 function(layer_of path out)
   file(RELATIVE_PATH rel "${native}" "${path}")
@@ -38,7 +39,8 @@ set(allowed_policy common device device-cuda state policy)
 set(allowed_host common device host)
 set(allowed_compute common device state policy host compute)
 set(allowed_runtime common device state policy host compute runtime)
-set(allowed_binding common device state policy host compute runtime binding)
+set(allowed_interop common device state policy host compute runtime interop public-header)
+set(allowed_binding common device state policy host compute runtime interop binding public-header)
 
 file(GLOB_RECURSE files "${native}/*.h" "${native}/*.cpp")
 set(bad "")

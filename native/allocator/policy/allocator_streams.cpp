@@ -1,6 +1,7 @@
 // Streams of one device's allocator: created and destroyed here so the allocator knows
 // which are live (a destroyed stream is an error with a code, not undefined behaviour).
 #include "caching_allocator.h"
+#include "../../common/message_format.h"
 
 namespace cca {
 
@@ -17,11 +18,19 @@ void DeviceCachingAllocator::destroy_stream(StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stream == 0) throw InvalidArgumentError("the default stream cannot be destroyed", "ERR_CCA_INVALID_STREAM");
   check_stream(stream);
+  if (adopted_.count(stream) != 0) {
+    throw InvalidArgumentError("stream " + hex(stream) + " was adopted, not created, by the allocator: release it "
+                               "(stream_release) and let its owner destroy it", "ERR_CCA_INVALID_STREAM");
+  }
+  forget_stream_locked(stream, true);
+}
+
+void DeviceCachingAllocator::forget_stream_locked(StreamId stream, bool destroy) {
   // Wait for the stream's work first: then no live block needs to wait for it any more,
-  // and free() never records an event on a stream that no longer exists.
+  // and free() never records an event on a stream the allocator no longer knows.
   Status s = device_.stream_synchronize(stream);
-  if (s == Status::kOk) s = device_.stream_destroy(stream);
-  if (s != Status::kOk) throw device_error(device_, "cudaStreamDestroy", s);
+  if (s == Status::kOk && destroy) s = device_.stream_destroy(stream);
+  if (s != Status::kOk) throw device_error(device_, destroy ? "cudaStreamDestroy" : "cudaStreamSynchronize", s);
   streams_.erase(stream);
   ledger_.stream_destroyed(stream);
   process_events();

@@ -57,7 +57,7 @@ CCA_HOT void DeviceCachingAllocator::check_stream(StreamId stream) const {
   if (stream != 0 && streams_.count(stream) == 0) {
     throw InvalidArgumentError("stream " + hex(stream) + " is not a live stream of device " +
                                    std::to_string(device_.index()) +
-                                   ": it was destroyed, or it belongs to another device",
+                                   ": it was destroyed, belongs to another device, or (made by other code) was never adopted",
                                "ERR_CCA_INVALID_STREAM");
   }
 }

@@ -130,6 +130,19 @@ class DeviceCachingAllocator {
   // Waits for all pending frees, then returns every unsplit free block to the device.
   void empty_cache();
 
+  // --- calls on behalf of other native code (the C ABI; client_calls.cpp) ---
+  // Frees an allocation that `owner` made: InvalidPointerError, changing nothing, for a
+  // pointer that is not a live allocation of that owner. Returns its requested size.
+  std::uint64_t free_owned(DevicePtr ptr, std::uint32_t owner, CallContext ctx = {});
+  // The live allocation holding `inside` (its base, requested size and stream); false if none.
+  bool find_allocation(DevicePtr inside, DevicePtr* base, std::uint64_t* size, StreamId* stream) const;
+  // Makes a stream the allocator did not create usable with it (counted: each adopt needs a
+  // release). InvalidArgumentError (ERR_CCA_INVALID_STREAM) for 0 or a stream created here.
+  void adopt_stream(StreamId stream);
+  // Undoes one adopt; the last waits for the stream's work and forgets it, without
+  // destroying it. InvalidArgumentError (ERR_CCA_INVALID_STREAM) unless it was adopted.
+  void release_stream(StreamId stream);
+
   StreamId create_stream();
   void destroy_stream(StreamId stream);
   void synchronize_stream(StreamId stream);
@@ -264,6 +277,10 @@ class DeviceCachingAllocator {
   void synchronize_and_free_events();
   // Frees the size bins of destroyed streams once they hold no block.
   void drop_dead_stream_bins();
+  // Waits for a live stream's work and forgets it (destroying it too when `destroy`); the
+  // caller holds the lock. Throws DeviceError when the device refuses, changing nothing.
+  void forget_stream_locked(StreamId stream, bool destroy);
+  bool find_allocation_locked(DevicePtr inside, DevicePtr* base, std::uint64_t* size, StreamId* stream) const;
   // --- expandable segments (expandable_segments.cpp) ---
   bool use_expandable() const { return config_.expandable_segments && device_.vmm_granularity() != 0; }
   const Block* find_expandable_block(const AllocParams& p);
@@ -295,7 +312,8 @@ class DeviceCachingAllocator {
   Ledger ledger_;
   AllocatorConfig config_;
   StreamEvents events_;
-  std::unordered_set<StreamId> streams_;  // live streams created here (0 is always live)
+  std::unordered_set<StreamId> streams_;  // live streams created or adopted here (0 is always live)
+  std::unordered_map<StreamId, int> adopted_;  // adopted streams and their adopt counts
   bool fraction_set_ = false;
   double fraction_ = 1.0;
   std::size_t allowed_memory_maximum_ = 0;

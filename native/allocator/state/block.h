@@ -46,7 +46,7 @@ struct Block {
   int event_count = 0;                // events still to complete before it becomes free
   std::vector<StreamId> stream_uses;  // other streams recorded with record_stream
   std::uint64_t gc_stamp = 0;         // pool's get_free_blocks count when it became free
-  std::uint32_t owner = 0;            // the JS environment that allocated it (0: none)
+  std::uint32_t owner = 0;            // the JS environment or C client that allocated it (0: none)
   std::uint32_t alloc_stack = 0;      // interned stack of the malloc that handed it out (0: none)
   std::uint32_t tag = 0;              // interned user tag of that malloc (0: none)
   std::uint32_t bin_slot = 0;         // while free in a size bin: its index in the bin's heap

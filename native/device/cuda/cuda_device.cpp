@@ -11,7 +11,6 @@ namespace {
 // A plain array, not a std::string: a call that fails while the process exits (after the
 // thread's thread_local destructors ran) must still be able to record why.
 thread_local char t_last_error[512];
-thread_local cu::CUcontext t_current = nullptr;  // avoids a driver call per operation
 
 cu::CUstream as_stream(StreamId s) { return reinterpret_cast<cu::CUstream>(static_cast<std::uintptr_t>(s)); }
 cu::CUevent as_event(EventId e) { return reinterpret_cast<cu::CUevent>(static_cast<std::uintptr_t>(e)); }
@@ -64,20 +63,32 @@ Status CudaDevice::check(cu::CUresult r, const char* call) {
   }
 }
 
-Status CudaDevice::ensure_context() {
-  std::call_once(retain_once_, [this] { retain_result_ = api_.cuDevicePrimaryCtxRetain(&context_, device_); });
-  if (retain_result_ != cu::CUDA_SUCCESS) return check(retain_result_, "cuDevicePrimaryCtxRetain");
-  if (t_current == context_) return Status::kOk;
-  Status s = check(api_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
-  if (s == Status::kOk) t_current = context_;
-  return s;
+CudaDevice::ContextScope::ContextScope(CudaDevice& device) : device_(device) {
+  std::call_once(device.retain_once_, [&device] {
+    device.retain_result_ = device.api_.cuDevicePrimaryCtxRetain(&device.context_, device.device_);
+  });
+  if (device.retain_result_ != cu::CUDA_SUCCESS) {
+    status_ = device.check(device.retain_result_, "cuDevicePrimaryCtxRetain");
+    previous_ = device.context_;  // nothing to put back
+    return;
+  }
+  status_ = device.check(device.api_.cuCtxGetCurrent(&previous_), "cuCtxGetCurrent");
+  if (status_ != Status::kOk) {
+    previous_ = device.context_;
+    return;
+  }
+  if (previous_ == device.context_) return;
+  status_ = device.check(device.api_.cuCtxSetCurrent(device.context_), "cuCtxSetCurrent");
+  if (status_ != Status::kOk || previous_ == nullptr) previous_ = device.context_;
 }
 
-#define CCA_CONTEXT()                            \
-  do {                                           \
-    Status ctx_status_ = ensure_context();       \
-    if (ctx_status_ != Status::kOk) return ctx_status_; \
-  } while (0)
+CudaDevice::ContextScope::~ContextScope() {
+  if (previous_ != device_.context_) device_.api_.cuCtxSetCurrent(previous_);
+}
+
+#define CCA_CONTEXT()                  \
+  ContextScope ctx_scope_(*this);      \
+  if (ctx_scope_.status() != Status::kOk) return ctx_scope_.status()
 
 Status CudaDevice::malloc(DevicePtr* out, std::size_t size) {
   CCA_CONTEXT();
@@ -316,7 +327,8 @@ std::size_t CudaDevice::vmm_granularity() {
         !api_.cuMemSetAccess || !api_.cuMemRelease || !api_.cuMemAddressFree || !api_.cuMemGetAllocationGranularity) {
       return;  // an old driver: no expandable segments
     }
-    if (ensure_context() != Status::kOk) return;
+    ContextScope scope(*this);
+    if (scope.status() != Status::kOk) return;
     cu::CUmemAllocationProp prop = device_prop(device_);
     std::size_t g = 0;
     if (api_.cuMemGetAllocationGranularity(&g, &prop, cu::kGranularityMinimum) == cu::CUDA_SUCCESS) granularity_ = g;

@@ -72,8 +72,23 @@ class CudaDevice final : public Device, public CopyEngine, public KernelEngine {
   std::size_t total_memory() const { return total_; }
 
  private:
-  // Makes this device's primary context current on the calling thread (retained once).
-  Status ensure_context();
+  // For one call into the driver: makes this device's primary context (retained once)
+  // current on the calling thread if it is not, and on leaving puts back the context that
+  // another library had current there. A thread that had none keeps ours, as the CUDA
+  // runtime API leaves it; so Node's threads pay one cuCtxGetCurrent per call, no more.
+  class ContextScope {
+   public:
+    explicit ContextScope(CudaDevice& device);
+    ~ContextScope();
+    ContextScope(const ContextScope&) = delete;
+    ContextScope& operator=(const ContextScope&) = delete;
+    Status status() const { return status_; }
+
+   private:
+    CudaDevice& device_;
+    cu::CUcontext previous_ = nullptr;
+    Status status_ = Status::kOk;
+  };
   Status check(cu::CUresult r, const char* call);
 
   const DriverLibrary& lib_;

@@ -103,6 +103,7 @@ struct DriverApi {
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
   CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice);
   CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuCtxGetCurrent)(CUcontext*);
   CUresult (*cuCtxSynchronize)();
   CUresult (*cuMemAlloc_v2)(CUdeviceptr*, std::size_t);
   CUresult (*cuMemFree_v2)(CUdeviceptr);

@@ -36,6 +36,7 @@ DriverLibrary::DriverLibrary() {
   CCA_REQUIRED(cuDevicePrimaryCtxRetain);
   CCA_REQUIRED(cuDevicePrimaryCtxRelease_v2);
   CCA_REQUIRED(cuCtxSetCurrent);
+  CCA_REQUIRED(cuCtxGetCurrent);
   CCA_REQUIRED(cuCtxSynchronize);
   CCA_REQUIRED(cuMemAlloc_v2);
   CCA_REQUIRED(cuMemFree_v2);

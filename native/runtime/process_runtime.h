@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <string>
 
-#include "../runtime/runtime.h"
+#include "runtime.h"
 #include "../device/sim/sim_device.h"
 
-namespace cca::binding {
+namespace cca {
 
 // Creates the runtime on first use from CCA_DEVICE, CCA_SIM_DEVICES, CCA_SIM_CAPACITY_MB
 // and the allocator config variables. Throws the configuration's error if they are bad.
@@ -23,9 +23,14 @@ std::uint32_t next_generation();
 // the last JS environment is torn down, so the driver is never called during static
 // destruction at exit; a later runtime() builds a fresh one.
 void shutdown_runtime();
+// Native clients (the C ABI, native/interop/) hold the process runtime: while any does,
+// replace_runtime refuses (ERR_CCA_CLIENTS_OPEN, changing nothing) and shutdown_runtime
+// leaves the runtime to them. pin creates it if needed (throwing as process_runtime does).
+Runtime& pin_process_runtime();
+void unpin_process_runtime();
 // Increases each time the process runtime is replaced.
 std::uint32_t runtime_generation();
 // The simulated device of `r`, or an InvalidArgumentError when its backend is not sim.
 SimDevice& sim_device(Runtime& r, int device);
 
-}  // namespace cca::binding
+}  // namespace cca

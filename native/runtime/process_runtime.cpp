@@ -1,4 +1,4 @@
-#include "runtime_holder.h"
+#include "process_runtime.h"
 
 #include <atomic>
 #include <memory>
@@ -7,7 +7,7 @@
 #include "../common/errors.h"
 #include "../device/select.h"
 
-namespace cca::binding {
+namespace cca {
 
 namespace {
 
@@ -19,6 +19,7 @@ std::unique_ptr<Runtime>& g_runtime = *new std::unique_ptr<Runtime>;
 std::atomic<Runtime*> g_current{nullptr};
 std::atomic<std::uint32_t> g_generation{1};          // the last number handed out
 std::atomic<std::uint32_t> g_process_generation{1};  // the process runtime's
+int g_pins = 0;                                       // open native clients; under g_mu
 
 std::unique_ptr<Runtime> build(const std::string& kind, const SimOptions& sim) {
   AllocatorConfig config = AllocatorConfig::from_environment();
@@ -41,6 +42,11 @@ Runtime& process_runtime() {
 void replace_runtime(const std::string& kind, const SimOptions& sim) {
   std::unique_ptr<Runtime> fresh = build(kind, sim);  // may throw: the old one stays
   std::lock_guard<std::mutex> lock(g_mu);
+  if (g_pins > 0) {
+    throw InvalidArgumentError(std::to_string(g_pins) + " native client(s) of the C ABI are open on this process's "
+                               "devices: close them (client_close) before replacing the devices",
+                               "ERR_CCA_CLIENTS_OPEN");
+  }
   g_current.store(nullptr, std::memory_order_release);
   g_runtime = std::move(fresh);
   g_current.store(g_runtime.get(), std::memory_order_release);
@@ -53,9 +59,25 @@ std::uint32_t next_generation() { return g_generation.fetch_add(1) + 1; }
 
 void shutdown_runtime() {
   std::lock_guard<std::mutex> lock(g_mu);
+  if (g_pins > 0) return;  // native code still allocates: the process's exit takes it
   g_current.store(nullptr, std::memory_order_release);
   g_runtime.reset();
   g_process_generation.store(next_generation());
+}
+
+Runtime& pin_process_runtime() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_runtime) {
+    g_runtime = build(device_kind_from_environment(), sim_options_from_environment());
+    g_current.store(g_runtime.get(), std::memory_order_release);
+  }
+  ++g_pins;
+  return *g_runtime;
+}
+
+void unpin_process_runtime() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_pins > 0) --g_pins;
 }
 
 std::uint32_t runtime_generation() { return g_process_generation.load(); }
@@ -71,4 +93,4 @@ SimDevice& sim_device(Runtime& r, int device) {
   return sim->sim_device(device);
 }
 
-}  // namespace cca::binding
+}  // namespace cca

@@ -1,0 +1,101 @@
+// What other native code asks of the allocator through the C ABI (native/interop/): frees
+// checked against the client that allocated, lookups of an address, and streams that the
+// allocator did not create but must order blocks on.
+#include "caching_allocator.h"
+#include "../../common/message_format.h"
+
+namespace cca {
+
+std::uint64_t DeviceCachingAllocator::free_owned(DevicePtr ptr, std::uint32_t owner, CallContext ctx) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Block* block = ledger_.find_allocated(ptr);
+  if (block == nullptr || block->owner != owner) {
+    DevicePtr base = 0;
+    std::uint64_t size = 0;
+    StreamId stream = 0;
+    std::string why;
+    if (block != nullptr) {
+      why = "it belongs to another client or to JS";
+    } else if (find_allocation_locked(ptr, &base, &size, &stream)) {
+      why = "it points inside the allocation at " + hex(base) + "; free the pointer that malloc returned";
+    } else if (ledger_.segment_containing(ptr) != nullptr) {
+      why = "it is not live (a double free?)";
+    } else {
+      why = "the allocator did not allocate it on device " + std::to_string(device_.index());
+    }
+    throw InvalidPointerError("free: pointer " + hex(ptr) + " is not this client's allocation: " + why);
+  }
+  const std::uint64_t requested = block->requested_size;
+  free_block(block, ctx);
+  check_after_operation();
+  return requested;
+}
+
+bool DeviceCachingAllocator::find_allocation(DevicePtr inside, DevicePtr* base, std::uint64_t* size,
+                                             StreamId* stream) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return find_allocation_locked(inside, base, size, stream);
+}
+
+bool DeviceCachingAllocator::find_allocation_locked(DevicePtr inside, DevicePtr* base, std::uint64_t* size,
+                                                    StreamId* stream) const {
+  const Block* found = ledger_.find_allocated(inside);
+  if (found == nullptr) {
+    const Segment* segment = ledger_.segment_containing(inside);
+    if (segment == nullptr) return false;
+    for (const Block* b = segment->head; b != nullptr; b = b->next) {
+      if (inside >= b->ptr && inside < b->ptr + b->size) {
+        found = b;
+        break;
+      }
+    }
+    // Only the bytes asked for count: the rounding past them is not the caller's.
+    if (found == nullptr || found->state != BlockState::kAllocated || inside >= found->ptr + found->requested_size) return false;
+  }
+  *base = found->ptr;
+  *size = found->requested_size;
+  *stream = found->stream;
+  return true;
+}
+
+void DeviceCachingAllocator::adopt_stream(StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = adopted_.find(stream);
+  if (it != adopted_.end()) {
+    ++it->second;
+    return;
+  }
+  if (stream == 0 || streams_.count(stream) != 0) {
+    throw InvalidArgumentError("stream " + hex(stream) + (stream == 0 ? " is the default stream" : " was created by the allocator") +
+                                   ": it is usable without adopting it",
+                               "ERR_CCA_INVALID_STREAM");
+  }
+  // The device must know it: a handle it refuses (destroyed, of another device, or not a
+  // stream at all) is refused here, never guessed at later.
+  const Status s = device_.stream_query(stream);
+  if (s != Status::kOk && s != Status::kNotReady) {
+    throw InvalidArgumentError("stream " + hex(stream) + " is not a stream of device " + std::to_string(device_.index()) +
+                                   " (" + device_.last_error() + ")",
+                               "ERR_CCA_INVALID_STREAM");
+  }
+  streams_.insert(stream);
+  adopted_.emplace(stream, 1);
+}
+
+void DeviceCachingAllocator::release_stream(StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = adopted_.find(stream);
+  if (it == adopted_.end()) {
+    throw InvalidArgumentError("stream " + hex(stream) + " is not an adopted stream of device " +
+                                   std::to_string(device_.index()),
+                               "ERR_CCA_INVALID_STREAM");
+  }
+  if (it->second > 1) {
+    --it->second;
+    return;
+  }
+  forget_stream_locked(stream, false);
+  adopted_.erase(stream);
+}
+
+}  // namespace cca

@@ -1,0 +1,113 @@
+#include "clients.h"
+
+#include <mutex>
+#include <unordered_map>
+
+#include "../common/errors.h"
+#include "../runtime/process_runtime.h"
+
+namespace cca {
+
+namespace {
+
+constexpr std::size_t kMaxNameBytes = 64;
+
+// Never destroyed: a consumer may close its client while the process exits.
+std::mutex& g_mu = *new std::mutex;
+std::vector<cca_client*>& g_clients = *new std::vector<cca_client*>;
+std::vector<std::string>& g_names = *new std::vector<std::string>;  // tag - kClientIdBase -> name
+std::unordered_map<std::string, std::uint32_t>& g_tags = *new std::unordered_map<std::string, std::uint32_t>;
+
+void raise_peak(std::atomic<std::int64_t>& peak, std::int64_t value) {
+  std::int64_t seen = peak.load(std::memory_order_relaxed);
+  while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
+}
+
+void check_name(const char* name) {
+  if (name == nullptr || *name == '\0') throw InvalidArgumentError("client_open: the name is empty; name the library that allocates");
+  std::size_t n = 0;
+  for (const char* c = name; *c != '\0'; ++c, ++n) {
+    if (n >= kMaxNameBytes) throw InvalidArgumentError("client_open: the name is longer than 64 bytes");
+    const auto u = static_cast<unsigned char>(*c);
+    if (u < 0x20 || u == 0x7f) throw InvalidArgumentError("client_open: the name holds a control character");
+  }
+}
+
+}  // namespace
+
+void ClientDeviceStats::on_malloc(std::uint64_t requested) {
+  raise_peak(bytes_peak, bytes.fetch_add(static_cast<std::int64_t>(requested), std::memory_order_relaxed) +
+                             static_cast<std::int64_t>(requested));
+  raise_peak(allocations_peak, allocations.fetch_add(1, std::memory_order_relaxed) + 1);
+  num_allocs.fetch_add(1, std::memory_order_relaxed);
+}
+
+void ClientDeviceStats::on_free(std::uint64_t requested) {
+  bytes.fetch_sub(static_cast<std::int64_t>(requested), std::memory_order_relaxed);
+  allocations.fetch_sub(1, std::memory_order_relaxed);
+  num_frees.fetch_add(1, std::memory_order_relaxed);
+}
+
+cca_client* open_client(const char* name, bool allow_simulated) {
+  check_name(name);
+  Runtime& runtime = pin_process_runtime();
+  if (runtime.platform().backend() == "sim" && !allow_simulated) {
+    unpin_process_runtime();
+    throw InvalidArgumentError("client_open: this process's devices are simulated (" + runtime.selection_note() +
+                                   "), so the memory would not be real; pass CCA_CLIENT_ALLOW_SIMULATED to accept that "
+                                   "(tests without a GPU)",
+                               "ERR_CCA_SIMULATED");
+  }
+  auto* client = new cca_client;
+  client->name = name;
+  client->runtime = &runtime;
+  client->device_count = runtime.device_count();
+  client->stats.reset(new ClientDeviceStats[static_cast<std::size_t>(client->device_count)]);
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_tags.find(client->name);
+  if (it == g_tags.end()) {
+    it = g_tags.emplace(client->name, kClientIdBase + static_cast<std::uint32_t>(g_names.size())).first;
+    g_names.push_back(client->name);
+  }
+  client->tag = it->second;
+  client->owner = kClientIdBase + static_cast<std::uint32_t>(g_clients.size());
+  g_clients.push_back(client);
+  return client;
+}
+
+void close_client(cca_client* client) {
+  if (client->open.exchange(false)) unpin_process_runtime();
+}
+
+std::string client_tag_name(std::uint32_t tag) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (tag < kClientIdBase || tag - kClientIdBase >= g_names.size()) return "";
+  return g_names[tag - kClientIdBase];
+}
+
+std::vector<ClientInfo> client_infos() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::vector<ClientInfo> out;
+  for (const cca_client* c : g_clients) {
+    for (int d = 0; d < c->device_count; ++d) {
+      const ClientDeviceStats& s = c->stats[static_cast<std::size_t>(d)];
+      ClientInfo info;
+      info.id = c->owner;
+      info.tag = c->tag;
+      info.name = c->name;
+      info.open = c->open.load();
+      info.device = d;
+      info.bytes = s.bytes.load(std::memory_order_relaxed);
+      info.bytes_peak = s.bytes_peak.load(std::memory_order_relaxed);
+      info.allocations = s.allocations.load(std::memory_order_relaxed);
+      info.allocations_peak = s.allocations_peak.load(std::memory_order_relaxed);
+      info.num_allocs = s.num_allocs.load(std::memory_order_relaxed);
+      info.num_frees = s.num_frees.load(std::memory_order_relaxed);
+      out.push_back(std::move(info));
+    }
+  }
+  return out;
+}
+
+}  // namespace cca
