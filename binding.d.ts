@@ -112,6 +112,19 @@ export interface CompilerInfo {
   architectures: number[];
 }
 
+export interface NativeClientRecord {
+  tag: number;
+  name: string;
+  open: number;
+  device: number;
+  bytes: number;
+  bytesPeak: number;
+  allocations: number;
+  allocationsPeak: number;
+  numAllocs: number;
+  numFrees: number;
+}
+
 export interface NativeBinding {
   alloc(device: number, size: number, stream: number, stackId?: number, tagId?: number): number;
   free(device: number, ptr: number, stackId?: number): void;
@@ -179,6 +192,12 @@ export interface NativeBinding {
   copyToHostAsync(device: number, base: number, offset: number, host: ArrayBufferView, stream: number, record: boolean): void;
   copyDeviceAsync(device: number, dstBase: number, dstOffset: number, dstBytes: number, srcBase: number, srcOffset: number,
     srcBytes: number, stream: number, record: boolean): void;
+  /** The address of the process's C ABI table (include/cca.h's cca_api_v1). */
+  allocatorApi(): bigint;
+  /** The name a native client's tag (2^31 and up) stands for; '' if none. */
+  clientTagName(tag: number): string;
+  /** What each native client name holds, per device it allocated on. */
+  clients(): NativeClientRecord[];
   compilerInfo(): CompilerInfo;
   compile(source: string, name: string, options: string[], headerNames: string[], headerSources: string[],
     nameExpressions: string[], cubin: boolean): Promise<{ ok: boolean; error: string; log: string; image: Uint8Array; lowered: [string, string][] }>;

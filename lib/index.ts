@@ -4,6 +4,7 @@ export * as cuda from './cuda.js';
 export * as compute from './compute/index.js';
 export * as analysis from './analysis/index.js';
 export * as monitoring from './monitoring/index.js';
+export * as interop from './interop.js';
 export { DeviceBuffer } from './device-buffer.js';
 export { HostBuffer } from './host-buffer.js';
 export { MemPool, use_mem_pool } from './mem-pool.js';

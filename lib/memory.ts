@@ -39,13 +39,27 @@ function statValue(key: string, device: unknown): number {
  * allocated_bytes,reserved_bytes,active_bytes,inactive_split_bytes,requested_bytes}.
  * {all,small_pool,large_pool}.{current,peak,allocated,freed}`, `oversize_allocations.*`,
  * `oversize_segments.*`, `num_alloc_retries`, `num_ooms`, `num_sync_all_streams`,
- * `num_device_alloc`, `num_device_free`, `max_split_size` (-1 when unlimited).
+ * `num_device_alloc`, `num_device_free`, `max_split_size` (-1 when unlimited). Where
+ * native code allocates through the C ABI (interop), each client name adds
+ * `clients.<name>.{allocated_bytes,allocation}.{current,peak}` and `.num_allocs`/`.num_frees`.
  */
 export function memory_stats(device?: number): Record<string, number> {
   const names = statKeys();
-  const values = native.memoryStats(resolveDevice(device));
+  const d = resolveDevice(device);
+  const values = native.memoryStats(d);
   const out: Record<string, number> = {};
   for (let i = 0; i < names.length; i++) out[names[i]!] = values[i]!;
+  // What native clients of the C ABI hold (not in PyTorch): clients.<name>.* per name.
+  for (const c of native.clients()) {
+    if (c.device !== d) continue;
+    const k = `clients.${c.name}`;
+    out[`${k}.allocated_bytes.current`] = c.bytes;
+    out[`${k}.allocated_bytes.peak`] = c.bytesPeak;
+    out[`${k}.allocation.current`] = c.allocations;
+    out[`${k}.allocation.peak`] = c.allocationsPeak;
+    out[`${k}.num_allocs`] = c.numAllocs;
+    out[`${k}.num_frees`] = c.numFrees;
+  }
   return out;
 }
 

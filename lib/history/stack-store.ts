@@ -111,6 +111,9 @@ markShared(EMPTY);
 
 export const stacks = new StackStore();
 
+/** Tags at or above this are native clients' (include/cca.h); JS tags stay below. */
+export const CLIENT_TAG_BASE = 0x80000000;
+
 /** Interned user tags: the native side keeps 32-bit ids. */
 export class TagTable {
   #ids = new Map<string, number>();
@@ -125,7 +128,19 @@ export class TagTable {
     return id;
   }
   name(id: number): string {
+    if (id >= CLIENT_TAG_BASE) return this.#clientName(id);
     return this.#names[id] ?? '';
+  }
+  // Native clients of the C ABI (interop) tag their allocations from 2^31 up, with names
+  // only the native side knows; a client's name never changes, so each is asked once.
+  #clientNames = new Map<number, string>();
+  #clientName(id: number): string {
+    let name = this.#clientNames.get(id);
+    if (name === undefined) {
+      name = native.clientTagName(id);
+      if (name !== '') this.#clientNames.set(id, name);
+    }
+    return name;
   }
 }
 

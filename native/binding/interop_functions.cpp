@@ -23,7 +23,7 @@ Napi::Value ClientTagName(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), client_tag_name(info[0].As<Napi::Number>().Uint32Value()));
 }
 
-// clients() -> one record per client and device: id, tag, name, open, device, bytes,
+// clients() -> one record per client name and device: tag, name, open, device, bytes,
 // bytesPeak, allocations, allocationsPeak, numAllocs, numFrees
 Napi::Value Clients(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -32,7 +32,6 @@ Napi::Value Clients(const Napi::CallbackInfo& info) {
   for (std::size_t i = 0; i < all.size(); ++i) {
     const ClientInfo& c = all[i];
     Napi::Object o = Napi::Object::New(env);
-    o.Set("id", c.id);
     o.Set("tag", c.tag);
     o.Set("name", c.name);
     o.Set("open", c.open);

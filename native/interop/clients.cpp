@@ -14,8 +14,13 @@ constexpr std::size_t kMaxNameBytes = 64;
 
 // Never destroyed: a consumer may close its client while the process exits.
 std::mutex& g_mu = *new std::mutex;
-std::vector<cca_client*>& g_clients = *new std::vector<cca_client*>;
-std::vector<std::string>& g_names = *new std::vector<std::string>;  // tag - kClientIdBase -> name
+struct NameEntry {
+  std::string name;
+  int open = 0;
+  ClientDeviceStats stats[kMaxClientDevices];
+};
+std::uint32_t g_clients = 0;                                        // clients ever opened
+std::vector<NameEntry*>& g_names = *new std::vector<NameEntry*>;  // tag - kClientIdBase -> entry
 std::unordered_map<std::string, std::uint32_t>& g_tags = *new std::unordered_map<std::string, std::uint32_t>;
 
 void raise_peak(std::atomic<std::int64_t>& peak, std::int64_t value) {
@@ -59,44 +64,54 @@ cca_client* open_client(const char* name, bool allow_simulated) {
                                    "(tests without a GPU)",
                                "ERR_CCA_SIMULATED");
   }
+  if (runtime.device_count() > kMaxClientDevices) {
+    unpin_process_runtime();
+    throw InvalidArgumentError("client_open: the C ABI serves at most 64 devices");
+  }
   auto* client = new cca_client;
   client->name = name;
   client->runtime = &runtime;
-  client->device_count = runtime.device_count();
-  client->stats.reset(new ClientDeviceStats[static_cast<std::size_t>(client->device_count)]);
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = g_tags.find(client->name);
   if (it == g_tags.end()) {
     it = g_tags.emplace(client->name, kClientIdBase + static_cast<std::uint32_t>(g_names.size())).first;
-    g_names.push_back(client->name);
+    g_names.push_back(new NameEntry{client->name});
   }
   client->tag = it->second;
-  client->owner = kClientIdBase + static_cast<std::uint32_t>(g_clients.size());
-  g_clients.push_back(client);
+  NameEntry& entry = *g_names[client->tag - kClientIdBase];
+  ++entry.open;
+  client->stats = entry.stats;
+  client->owner = kClientIdBase + g_clients++;
   return client;
 }
 
 void close_client(cca_client* client) {
-  if (client->open.exchange(false)) unpin_process_runtime();
+  if (!client->open.exchange(false)) return;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    --g_names[client->tag - kClientIdBase]->open;
+  }
+  unpin_process_runtime();
 }
 
 std::string client_tag_name(std::uint32_t tag) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (tag < kClientIdBase || tag - kClientIdBase >= g_names.size()) return "";
-  return g_names[tag - kClientIdBase];
+  return g_names[tag - kClientIdBase]->name;
 }
 
 std::vector<ClientInfo> client_infos() {
   std::lock_guard<std::mutex> lock(g_mu);
   std::vector<ClientInfo> out;
-  for (const cca_client* c : g_clients) {
-    for (int d = 0; d < c->device_count; ++d) {
-      const ClientDeviceStats& s = c->stats[static_cast<std::size_t>(d)];
+  for (std::size_t i = 0; i < g_names.size(); ++i) {
+    const NameEntry& e = *g_names[i];
+    for (int d = 0; d < kMaxClientDevices; ++d) {
+      const ClientDeviceStats& s = e.stats[d];
+      if (s.num_allocs.load(std::memory_order_relaxed) == 0) continue;  // never allocated there
       ClientInfo info;
-      info.id = c->owner;
-      info.tag = c->tag;
-      info.name = c->name;
-      info.open = c->open.load();
+      info.tag = kClientIdBase + static_cast<std::uint32_t>(i);
+      info.name = e.name;
+      info.open = e.open;
       info.device = d;
       info.bytes = s.bytes.load(std::memory_order_relaxed);
       info.bytes_peak = s.bytes_peak.load(std::memory_order_relaxed);

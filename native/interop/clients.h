@@ -5,7 +5,6 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,8 +16,8 @@ namespace cca {
 // from 1 and stay below it.
 constexpr std::uint32_t kClientIdBase = 0x80000000u;
 
-// One client's figures on one device, kept with relaxed atomics beside the allocator's
-// own stats (which count every allocation, these only the client's).
+// The figures of one client name on one device (every client opened under that name
+// adds to them), kept with relaxed atomics beside the allocator's own stats.
 struct ClientDeviceStats {
   std::atomic<std::int64_t> bytes{0}, bytes_peak{0}, allocations{0}, allocations_peak{0};
   std::atomic<std::uint64_t> num_allocs{0}, num_frees{0};
@@ -26,11 +25,14 @@ struct ClientDeviceStats {
   void on_free(std::uint64_t requested);
 };
 
+// Devices a client name keeps figures for (device indexes past it are refused by no one:
+// the runtime has fewer).
+constexpr int kMaxClientDevices = 64;
+
 struct ClientInfo {
-  std::uint32_t id = 0;  // the owner id of its allocations
   std::uint32_t tag = 0;
   std::string name;
-  bool open = false;
+  int open = 0;  // clients open under the name now
   int device = 0;
   std::int64_t bytes = 0, bytes_peak = 0, allocations = 0, allocations_peak = 0;
   std::uint64_t num_allocs = 0, num_frees = 0;
@@ -45,8 +47,7 @@ struct cca_client {
   std::string name;
   std::atomic<bool> open{true};
   cca::Runtime* runtime = nullptr;  // the process runtime, pinned while open
-  int device_count = 0;
-  std::unique_ptr<cca::ClientDeviceStats[]> stats;
+  cca::ClientDeviceStats* stats = nullptr;  // its name's, one per device index
 };
 
 namespace cca {
@@ -58,7 +59,7 @@ cca_client* open_client(const char* name, bool allow_simulated);
 void close_client(cca_client* client);
 // The name a client tag stands for ("" for an unknown tag).
 std::string client_tag_name(std::uint32_t tag);
-// Every client ever opened, per device, oldest first.
+// Per client name (oldest first) and device it allocated on: what its clients hold.
 std::vector<ClientInfo> client_infos();
 
 }  // namespace cca

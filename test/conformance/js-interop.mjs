@@ -1,0 +1,163 @@
+// The C ABI from a consumer addon written in C (test/interop/consumer.c, compiled here
+// against the packaged cca.h), on whichever backend this process got: the simulator, the
+// fake driver in CI, a real GPU in bench/gpu/run-on-gpu.sh. On a driver, the consumer also
+// makes a stream of its own and switches to a context of its own, as another library
+// would. Plain node:assert; ends with "N passed, M failed".
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runCases } from './run-cases.mjs';
+import { buildConsumer } from '../interop/build-consumer.mjs';
+import { cuda, interop, memory, Stream } from '../../dist/index.js';
+
+const simulated = cuda.runtimeInfo().backend === 'sim';
+const driverPath = process.env.CCA_LIBCUDA_PATH || 'libcuda.so.1';
+const dir = process.env.CCA_CONSUMER_DIR || mkdtempSync(join(tmpdir(), 'cca-consumer-'));
+const consumer = createRequire(import.meta.url)(buildConsumer(interop.includeDir, dir));
+const FLAGS = simulated ? 1 : 0;  // CCA_CLIENT_ALLOW_SIMULATED where the devices are simulated
+const MiB = 1 << 20;
+
+function open(name) {
+  const r = consumer.open(name, FLAGS);
+  assert.equal(r.status, 'CCA_OK', r.error);
+  return r.client;
+}
+function ok(r) {
+  assert.equal(r.status, 'CCA_OK', r.error);
+  return r;
+}
+const usage = (name) => interop.clients(0).find((c) => c.name === name);
+
+const cases = [
+  ['the table is found at the address JS gives, and nowhere else', () => {
+    assert.equal(consumer.attach(0n), false);
+    assert.equal(typeof interop.allocatorApi(), 'bigint');
+    assert.equal(consumer.attach(interop.allocatorApi()), true);
+  }],
+  ['a client opens with a valid name, and on simulated devices only when it accepts them', () => {
+    if (simulated) {
+      const r = consumer.open('refused', 0);
+      assert.equal(r.status, 'CCA_ERR_SIMULATED');
+      assert.match(r.error, /simulated.*CCA_CLIENT_ALLOW_SIMULATED/);
+    }
+    assert.equal(consumer.open('', FLAGS).status, 'CCA_ERR_INVALID_ARGUMENT');
+    assert.equal(consumer.open('x'.repeat(65), FLAGS).status, 'CCA_ERR_INVALID_ARGUMENT');
+    assert.equal(consumer.open('codec', 0x80).status, 'CCA_ERR_INVALID_ARGUMENT');
+  }],
+  ['its allocations carry its name: snapshot, memory_stats, interop.clients()', () => {
+    const c = open('codec');
+    const a = ok(consumer.malloc(c, 0, 1000n, 0n));
+    const b = ok(consumer.malloc(c, 0, BigInt(3 * MiB), 0n));
+    const tagged = memory.memory_snapshot().flatMap((s) => s.blocks)
+      .filter((blk) => blk.user_metadata === 'codec' && blk.state === 'active_allocated');
+    assert.deepEqual(tagged.map((blk) => blk.requested_size).sort((x, y) => x - y), [1000, 3 * MiB]);
+    const stats = memory.memory_stats(0);
+    assert.equal(stats['clients.codec.allocated_bytes.current'], 1000 + 3 * MiB);
+    assert.equal(stats['clients.codec.allocation.current'], 2);
+    assert.deepEqual(usage('codec').allocatedBytes, { current: 1000 + 3 * MiB, peak: 1000 + 3 * MiB });
+    ok(consumer.free(c, 0, a.ptr));
+    ok(consumer.free(c, 0, b.ptr));
+    assert.equal(usage('codec').allocations.current, 0);
+    assert.equal(usage('codec').numFrees, 2);
+    consumer.close(c);
+    assert.equal(usage('codec').open, 0);
+  }],
+  ['bad calls are statuses with messages, and change nothing', () => {
+    const c = open('bad-calls');
+    const other = open('other');
+    const js = cuda.alloc(4096);
+    const before = memory.memory_stats(0)['allocation.all.current'];
+    const p = ok(consumer.malloc(c, 0, 4096n, 0n)).ptr;
+    const expectStatus = (r, status, message) => {
+      assert.equal(r.status, status);
+      assert.match(r.error, message);
+    };
+    expectStatus(consumer.free(c, 0, BigInt(js.ptr)), 'CCA_ERR_INVALID_POINTER', /another client or to JS/);
+    expectStatus(consumer.free(other, 0, p), 'CCA_ERR_INVALID_POINTER', /another client/);
+    expectStatus(consumer.free(c, 0, p + 8n), 'CCA_ERR_INVALID_POINTER', /points inside/);
+    expectStatus(consumer.free(c, 0, 0x10n), 'CCA_ERR_INVALID_POINTER', /did not allocate it/);
+    expectStatus(consumer.free(c, 99, p), 'CCA_ERR_INVALID_DEVICE', /device/);
+    expectStatus(consumer.malloc(c, 0, 1n << 50n, 0n), 'CCA_ERR_OUT_OF_MEMORY', /CUDA out of memory\. Tried to allocate/);
+    expectStatus(consumer.malloc(c, 0, 64n, 0x1234n), 'CCA_ERR_INVALID_STREAM', /never adopted/);
+    expectStatus(consumer.malloc(c, -1, 64n, 0n), 'CCA_ERR_INVALID_DEVICE', /device/);
+    expectStatus(consumer.getAllocation(0, 0x10n), 'CCA_ERR_INVALID_POINTER', /inside no live allocation/);
+    expectStatus(consumer.adopt(0, 0n), 'CCA_ERR_INVALID_STREAM', /default stream/);
+    expectStatus(consumer.release(0, 0x1234n), 'CCA_ERR_INVALID_STREAM', /not an adopted stream/);
+    expectStatus(consumer.recordStream(0, 0x10n, 0n), 'CCA_ERR_INVALID_POINTER', /not a live allocation/);
+    ok(consumer.free(c, 0, p));
+    expectStatus(consumer.free(c, 0, p), 'CCA_ERR_INVALID_POINTER', /not live|not this client/);
+    consumer.close(c);
+    expectStatus(consumer.malloc(c, 0, 64n, 0n), 'CCA_ERR_CLIENT', /closed/);
+    assert.equal(memory.memory_stats(0)['allocation.all.current'], before);
+    // The lookup sees JS's buffers too, from any interior address.
+    const found = ok(consumer.getAllocation(0, BigInt(js.ptr + 100)));
+    assert.equal(found.base, BigInt(js.ptr));
+    assert.equal(found.size, 4096n);
+    js.free();
+    consumer.close(other);
+  }],
+  ['a JS stream serves the consumer, and record_stream orders reuse', async () => {
+    const c = open('streams');
+    const s = Stream.create();
+    const p = ok(consumer.malloc(c, 0, 8192n, BigInt(s.handle)));
+    assert.equal(ok(consumer.getAllocation(0, p.ptr)).stream, BigInt(s.handle));
+    ok(consumer.recordStream(0, p.ptr, 0n));
+    ok(consumer.free(c, 0, p.ptr));
+    await s.done();
+    cuda.synchronize();
+    s.destroy();
+    consumer.close(c);
+  }],
+  ['several threads allocate and free at once; the invariants hold', () => {
+    const c = open('threads');
+    const r = consumer.hammer(c, 0, 8, 3000, 0n);
+    assert.equal(r.failures, 0, r.firstError);
+    assert.equal(memory.check_invariants(), null);
+    assert.equal(usage('threads').allocations.current, 0);
+    assert.equal(usage('threads').numAllocs, usage('threads').numFrees);
+    consumer.close(c);
+  }],
+  ['memory info and empty_cache through the table', () => {
+    const info = ok(consumer.memGetInfo(0));
+    assert.ok(info.total > 0n && info.free <= info.total);
+    ok(consumer.emptyCache(0));
+    assert.equal(consumer.emptyCache(99).status, 'CCA_ERR_INVALID_DEVICE');
+  }],
+];
+
+if (simulated) {
+  cases.push(['the devices cannot be replaced while a client is open', () => {
+    const c = open('pinning');
+    assert.throws(() => cuda.sim.configure({ devices: 1 }), { code: 'ERR_CCA_CLIENTS_OPEN' });
+    consumer.close(c);
+  }]);
+} else {
+  cases.push(['a stream of the consumer\'s own is adopted, used, released and left to it', () => {
+    const c = open('own-stream');
+    const stream = consumer.driverStream(driverPath, 0);
+    assert.notEqual(stream, 0n);
+    assert.equal(consumer.malloc(c, 0, 4096n, stream).status, 'CCA_ERR_INVALID_STREAM');
+    ok(consumer.adopt(0, stream));
+    const p = ok(consumer.malloc(c, 0, 4096n, stream));
+    ok(consumer.free(c, 0, p.ptr));
+    ok(consumer.release(0, stream));
+    assert.equal(consumer.malloc(c, 0, 4096n, stream).status, 'CCA_ERR_INVALID_STREAM');
+    assert.equal(consumer.driverStreamDestroy(stream), true);  // released, not destroyed: the consumer's to destroy
+    assert.equal(consumer.adopt(0, stream).status, 'CCA_ERR_INVALID_STREAM');
+    consumer.close(c);
+  }]);
+  cases.push(['another library\'s context current: the allocator works in the primary one and leaves it', () => {
+    const c = open('own-context');
+    const before = consumer.foreignContextCalls();
+    const r = ok(consumer.inOwnContext(c, 0, BigInt(64 * MiB)));
+    assert.equal(r.contextKept, true);
+    if (before >= 0) assert.equal(consumer.foreignContextCalls(), before);  // the fake driver counts them
+    const y = cuda.alloc(1024);  // and JS's calls afterwards still work
+    y.free();
+    consumer.close(c);
+  }]);
+}
+
+await runCases(cases, memory);
