@@ -198,6 +198,13 @@ export interface NativeBinding {
   clientTagName(tag: number): string;
   /** What each native client name holds, per device it allocated on. */
   clients(): NativeClientRecord[];
+  /** A DLManagedTensorVersioned over the allocation at `base`; its address. */
+  toDLPack(device: number, base: number, bytes: number, code: number, bits: number, lanes: number, shape: number[],
+    strides: number[] | null, byteOffset: number): bigint;
+  /** JS lets go of an exported allocation: true when freed now (no tensor out). */
+  releaseExported(device: number, base: number): boolean;
+  /** DLPack tensors still out for the allocation at `base`. */
+  exportedTensors(device: number, base: number): number;
   compilerInfo(): CompilerInfo;
   compile(source: string, name: string, options: string[], headerNames: string[], headerSources: string[],
     nameExpressions: string[], cubin: boolean): Promise<{ ok: boolean; error: string; log: string; image: Uint8Array; lowered: [string, string][] }>;

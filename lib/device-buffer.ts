@@ -12,6 +12,7 @@ import { HostBuffer } from './host-buffer.js';
 import { InvalidArgumentError } from './errors.js';
 import { checkStream } from './stream.js';
 import { checkOptions } from './validate.js';
+import { exportDLPack, type DLPackOptions } from './interop/dlpack.js';
 
 export interface AsyncCopyOptions {
   /** Where in this buffer, in bytes (default 0). */
@@ -61,6 +62,7 @@ export class DeviceBuffer {
   /** The stream the memory was allocated on: reuse is ordered on it. */
   readonly stream: Stream;
   #freed = false;
+  #exported = false;  // toDLPack was called: free() lets the tensors' deleters finish it
   readonly #generation: number;
 
   /** @internal Buffers come from cuda.alloc(); this constructor throws for anyone else. */
@@ -88,12 +90,31 @@ export class DeviceBuffer {
    */
   free(): void {
     DeviceBuffer.#assertLive(this, 'free');
-    if (this.ptr !== 0) {
+    if (this.#exported) native.releaseExported(this.device, this.ptr);
+    else if (this.ptr !== 0) {
       // With context 'all', frees carry the stack of the free site.
       if (capture.level === 3 && sampleStack()) native.free(this.device, this.ptr, stacks.capture(DeviceBuffer.prototype.free));
       else native.free(this.device, this.ptr);
     }
     this.#freed = true;
+  }
+
+  /**
+   * Exports the buffer as a DLPack 1.x tensor for another framework: returns the address
+   * of a `DLManagedTensorVersioned` (CUDA device, `dtype`, `shape`, row-major `strides` by
+   * default, `byteOffset`). The memory stays allocated until both this buffer is freed and
+   * the tensor's deleter has run: free() before the deleter leaves the freeing to it, and
+   * the deleter gives the memory back through the allocator, on the buffer's stream. Each
+   * call makes a new tensor with its own deleter. Throws ERR_CCA_OUT_OF_BOUNDS when the
+   * elements reach outside the buffer, ERR_CCA_SIMULATED on the simulator unless
+   * `allowSimulated`.
+   */
+  toDLPack(options: DLPackOptions): bigint {
+    DeviceBuffer.#assertLive(this, 'toDLPack');
+    if (this.ptr === 0) throw new InvalidArgumentError('toDLPack: a 0-byte buffer has no memory to export', 'ERR_CCA_OUT_OF_BOUNDS');
+    const address = exportDLPack(this.device, this.ptr, this.size, native.deviceInfo(this.device).simulated, options);
+    this.#exported = true;
+    return address;
   }
 
   /**

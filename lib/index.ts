@@ -4,7 +4,7 @@ export * as cuda from './cuda.js';
 export * as compute from './compute/index.js';
 export * as analysis from './analysis/index.js';
 export * as monitoring from './monitoring/index.js';
-export * as interop from './interop.js';
+export * as interop from './interop/index.js';
 export { DeviceBuffer } from './device-buffer.js';
 export { HostBuffer } from './host-buffer.js';
 export { MemPool, use_mem_pool } from './mem-pool.js';
@@ -27,6 +27,8 @@ export {
 } from './errors.js';
 export { formatSize } from './format.js';
 export type { AllocOptions, SimConfigureOptions } from './cuda.js';
+export type { DLPackOptions, DLPackDType } from './interop/dlpack.js';
+export type { ClientUsage } from './interop/index.js';
 export type { NestedStats } from './memory.js';
 export type { Block, Segment, Snapshot, TraceEntry, Annotation, Frame, TraceAction, BlockState } from './snapshot/types.js';
 export type { RecordHistoryOptions } from './history/record.js';

@@ -4,10 +4,13 @@
 
 #include <cstdint>
 
+#include "addon_state.h"
 #include "args.h"
 #include "export.h"
 #include "../interop/c_api.h"
 #include "../interop/clients.h"
+#include "../interop/dlpack.h"
+#include "../runtime/process_runtime.h"
 
 namespace cca::binding {
 
@@ -47,12 +50,56 @@ Napi::Value Clients(const Napi::CallbackInfo& info) {
   return out;
 }
 
+std::vector<std::int64_t> int64_list(const Napi::Value& v) {
+  std::vector<std::int64_t> out;
+  if (!v.IsArray()) return out;
+  Napi::Array a = v.As<Napi::Array>();
+  for (std::uint32_t i = 0; i < a.Length(); ++i) out.push_back(a.Get(i).As<Napi::Number>().Int64Value());
+  return out;
+}
+
+// toDLPack(device, base, bytes, code, bits, lanes, shape, strides | null, byteOffset) ->
+// bigint: the address of a DLManagedTensorVersioned (JS checked the arguments' types)
+Napi::Value ToDLPack(const Napi::CallbackInfo& info) {
+  AddonState& s = *static_cast<AddonState*>(info.Data());
+  if (s.own_runtime) {
+    throw InvalidArgumentError("toDLPack: this environment's devices are its own (cuda.sim.isolate); tensors leave "
+                               "only from the process's devices",
+                               "ERR_CCA_ISOLATED");
+  }
+  DLPackRequest r;
+  r.device = device_arg(info, 0);
+  r.base = u64_arg(info, 1, "base");
+  r.bytes = u64_arg(info, 2, "bytes");
+  r.dtype.code = static_cast<std::uint8_t>(number_arg(info, 3, "code"));
+  r.dtype.bits = static_cast<std::uint8_t>(number_arg(info, 4, "bits"));
+  r.dtype.lanes = static_cast<std::uint16_t>(number_arg(info, 5, "lanes"));
+  r.shape = int64_list(info[6]);
+  r.strides = int64_list(info[7]);
+  r.byte_offset = u64_arg(info, 8, "byteOffset");
+  DLManagedTensorVersioned* t = export_dlpack(process_runtime(), r);
+  return Napi::BigInt::New(info.Env(), static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(t)));
+}
+
+// releaseExported(device, base) -> whether the memory was freed now (no tensor out)
+Napi::Value ReleaseExported(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), release_exported(runtime(info), device_arg(info, 0), u64_arg(info, 1, "base")));
+}
+
+// exportedTensors(device, base) -> tensors still out
+Napi::Value ExportedTensors(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), exported_tensors(device_arg(info, 0), u64_arg(info, 1, "base")));
+}
+
 }  // namespace
 
 void register_interop_functions(Napi::Env env, Napi::Object exports) {
   export_function<AllocatorApi>(env, exports, "allocatorApi");
   export_function<ClientTagName>(env, exports, "clientTagName");
   export_function<Clients>(env, exports, "clients");
+  export_function<ToDLPack>(env, exports, "toDLPack");
+  export_function<ReleaseExported>(env, exports, "releaseExported");
+  export_function<ExportedTensors>(env, exports, "exportedTensors");
 }
 
 }  // namespace cca::binding

@@ -43,8 +43,9 @@ void replace_runtime(const std::string& kind, const SimOptions& sim) {
   std::unique_ptr<Runtime> fresh = build(kind, sim);  // may throw: the old one stays
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_pins > 0) {
-    throw InvalidArgumentError(std::to_string(g_pins) + " native client(s) of the C ABI are open on this process's "
-                               "devices: close them (client_close) before replacing the devices",
+    throw InvalidArgumentError(std::to_string(g_pins) + " holder(s) of this process's devices are out (native clients of "
+                               "the C ABI, DLPack tensors): close the clients (client_close) and let the tensors' "
+                               "deleters run before replacing the devices",
                                "ERR_CCA_CLIENTS_OPEN");
   }
   g_current.store(nullptr, std::memory_order_release);

@@ -23,7 +23,7 @@ std::uint32_t next_generation();
 // the last JS environment is torn down, so the driver is never called during static
 // destruction at exit; a later runtime() builds a fresh one.
 void shutdown_runtime();
-// Native clients (the C ABI, native/interop/) hold the process runtime: while any does,
+// Native clients (the C ABI, native/interop/) and DLPack tensors hold the process runtime: while any does,
 // replace_runtime refuses (ERR_CCA_CLIENTS_OPEN, changing nothing) and shutdown_runtime
 // leaves the runtime to them. pin creates it if needed (throwing as process_runtime does).
 Runtime& pin_process_runtime();

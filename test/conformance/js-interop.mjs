@@ -125,6 +125,39 @@ const cases = [
     ok(consumer.emptyCache(0));
     assert.equal(consumer.emptyCache(99).status, 'CCA_ERR_INVALID_DEVICE');
   }],
+  ['a buffer leaves as a DLPack tensor; its memory is freed after both free() and the deleter', () => {
+    const allowSimulated = simulated;
+    const inUse = () => memory.memory_stats(0)['allocation.all.current'];
+    const before = inUse();
+    const buf = cuda.alloc(4096);
+    const whole = buf.toDLPack({ dtype: 'f32', shape: [16, 32], allowSimulated });
+    const t = consumer.dlpackRead(whole);
+    assert.deepEqual({ ...t, data: undefined }, { major: 1, minor: 0, data: undefined, deviceType: 2, deviceId: 0,
+      code: 2, bits: 32, lanes: 1, byteOffset: 0, flags: 0, hasDeleter: true, shape: [16, 32], strides: [32, 1] });
+    assert.equal(t.data, BigInt(buf.ptr));
+    // A strided view at an offset; the elements must stay inside the buffer.
+    const view = buf.toDLPack({ dtype: 'u16', shape: [4, 8], strides: [16, 2], byteOffset: 64, allowSimulated });
+    assert.deepEqual(consumer.dlpackRead(view).strides, [16, 2]);
+    assert.throws(() => buf.toDLPack({ dtype: 'f64', shape: [513], allowSimulated }), { code: 'ERR_CCA_OUT_OF_BOUNDS' });
+    assert.throws(() => buf.toDLPack({ dtype: 'f32', shape: [2], byteOffset: 4092, allowSimulated }), { code: 'ERR_CCA_OUT_OF_BOUNDS' });
+    assert.throws(() => buf.toDLPack({ dtype: 'f17', shape: [2], allowSimulated }), { code: 'ERR_INVALID_ARG_VALUE' });
+    assert.throws(() => buf.toDLPack({ dtype: 'f32', shape: [2, 2], strides: [1], allowSimulated }), { code: 'ERR_INVALID_ARG_VALUE' });
+    if (simulated) assert.throws(() => buf.toDLPack({ dtype: 'f32', shape: [2] }), { code: 'ERR_CCA_SIMULATED' });
+    buf.free();  // two tensors out: the memory stays
+    assert.equal(inUse(), before + 1);
+    consumer.dlpackDelete(view, true);  // a deleter on another thread
+    assert.equal(inUse(), before + 1);
+    consumer.dlpackDelete(whole, false);  // the last: the memory goes back to the cache
+    assert.equal(inUse(), before);
+    assert.throws(() => buf.free(), { code: 'ERR_CCA_INVALID_POINTER' });
+    // The other order: the deleter first, then free() gives it back at once.
+    const second = cuda.alloc(256);
+    consumer.dlpackDelete(second.toDLPack({ dtype: 'u8', shape: [256], allowSimulated }), false);
+    assert.equal(inUse(), before + 1);
+    second.free();
+    assert.equal(inUse(), before);
+    assert.equal(memory.check_invariants(), null);
+  }],
 ];
 
 if (simulated) {

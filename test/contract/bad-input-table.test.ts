@@ -4,7 +4,7 @@
 // history settings, pools, the current device. New public functions belong in CALLS.
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
-  DeviceBuffer, MemPool, Stream, analysis, compute, cuda, encodeSnapshot, formatSize, loadSnapshot, memory, monitoring, parseSnapshot,
+  DeviceBuffer, MemPool, Stream, analysis, compute, cuda, encodeSnapshot, interop, formatSize, loadSnapshot, memory, monitoring, parseSnapshot,
   use_mem_pool,
 } from '../../lib/index.js';
 import { capture } from '../../lib/history/record.js';
@@ -177,6 +177,14 @@ const CALLS: Call[] = [
   { name: 'stream.waitStream', param: 'other', valid: kinds.none, extra: badStreams, call: (v) => S.side.waitStream(v as Stream) },
   { name: 'buf.view', param: 'offset', valid: (v) => isInt(v, 0, 4096), call: (v) => S.buf.view(v as number) },
   { name: 'buf.view', param: 'bytes', valid: (v) => v === undefined || isInt(v, 0, 4096), call: (v) => S.buf.view(0, v as number) },
+  { name: 'buf.toDLPack', param: 'options', valid: kinds.none, extra: badOptions(['dtype', 'shape', 'strides', 'byteOffset', 'allowSimulated']), call: (v) => S.buf.toDLPack(v as never) },
+  { name: 'buf.toDLPack', param: 'options.dtype', valid: kinds.none, extra: () => ['F32', 'float32', 'ptr'], call: (v) => S.buf.toDLPack({ dtype: v as never, shape: [], allowSimulated: true }) },
+  { name: 'buf.toDLPack', param: 'options.shape|OUT_OF_BOUNDS', valid: (v) => Array.isArray(v) && v.length === 0, extra: () => [[-1], [1.5], [1025], [2, 513], new Array(33).fill(1)], call: (v) => S.buf.toDLPack({ dtype: 'f32', shape: v as number[], allowSimulated: true }) },
+  { name: 'buf.toDLPack', param: 'options.strides|OUT_OF_BOUNDS', valid: (v) => v === undefined, extra: () => [[1, 1], [-1], [2000]], call: (v) => S.buf.toDLPack({ dtype: 'f32', shape: [4], strides: v as number[], allowSimulated: true }) },
+  { name: 'buf.toDLPack', param: 'options.byteOffset|OUT_OF_BOUNDS', valid: (v) => v === undefined || isInt(v, 0, 4092), extra: () => [4093, 8192], call: (v) => S.buf.toDLPack({ dtype: 'f32', shape: [], byteOffset: v as number, allowSimulated: true }) },
+  { name: 'buf.toDLPack', param: 'allowSimulated', valid: (v) => v === true, call: (v) => S.buf.toDLPack({ dtype: 'f32', shape: [], allowSimulated: v as boolean }) },
+  { name: 'buf.toDLPack', param: 'buffer|freed', valid: (v) => v !== S.freed, extra: () => [S.freed], call: (v) => (v as DeviceBuffer).toDLPack({ dtype: 'f32', shape: [], allowSimulated: true }) },
+  { name: 'interop.clients', param: 'device', valid: kinds.device, call: (v) => interop.clients(v as number) },
   { name: 'cuda.allocHost', param: 'size', valid: kinds.size, call: (v) => cuda.allocHost(v as number) },
   { name: 'buf.copyFromAsync', param: 'src|not pinned', valid: kinds.none, extra: () => [S.freed, ...forgedBuffer()], call: (v) => S.buf.copyFromAsync(v as never) },
   { name: 'buf.copyFromAsync', param: 'options', valid: kinds.options, extra: badOptions(['offset', 'stream']), call: (v) => S.buf.copyFromAsync(S.buf, v as never) },

@@ -284,6 +284,86 @@ static napi_value in_own_context(napi_env env, napi_callback_info info) {
   return o;
 }
 
+/* DLPack 1.x's ABI, as a consumer declares it (dlpack.h). */
+typedef struct { uint32_t major, minor; } DLPackVersion;
+typedef struct { int32_t device_type, device_id; } DLDevice;
+typedef struct { uint8_t code, bits; uint16_t lanes; } DLDataType;
+typedef struct {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+} DLTensor;
+typedef struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(struct DLManagedTensorVersioned* self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+
+static void set_num(napi_env env, napi_value o, const char* key, double value) {
+  napi_value v;
+  napi_create_double(env, value, &v);
+  napi_set_named_property(env, o, key, v);
+}
+
+/* dlpackRead(address) -> the tensor's fields as JS values */
+static napi_value dlpack_read(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  const DLManagedTensorVersioned* t = (const DLManagedTensorVersioned*)(uintptr_t)arg_u64(env, argv[0]);
+  napi_value o, shape, strides, v;
+  napi_create_object(env, &o);
+  set_num(env, o, "major", t->version.major);
+  set_num(env, o, "minor", t->version.minor);
+  set_u64(env, o, "data", (uint64_t)(uintptr_t)t->dl_tensor.data);
+  set_num(env, o, "deviceType", t->dl_tensor.device.device_type);
+  set_num(env, o, "deviceId", t->dl_tensor.device.device_id);
+  set_num(env, o, "code", t->dl_tensor.dtype.code);
+  set_num(env, o, "bits", t->dl_tensor.dtype.bits);
+  set_num(env, o, "lanes", t->dl_tensor.dtype.lanes);
+  set_num(env, o, "byteOffset", (double)t->dl_tensor.byte_offset);
+  set_num(env, o, "flags", (double)t->flags);
+  napi_get_boolean(env, t->deleter != NULL, &v);
+  napi_set_named_property(env, o, "hasDeleter", v);
+  napi_create_array_with_length(env, (size_t)t->dl_tensor.ndim, &shape);
+  napi_create_array_with_length(env, (size_t)t->dl_tensor.ndim, &strides);
+  for (int32_t i = 0; i < t->dl_tensor.ndim; ++i) {
+    napi_create_double(env, (double)t->dl_tensor.shape[i], &v);
+    napi_set_element(env, shape, (uint32_t)i, v);
+    napi_create_double(env, (double)t->dl_tensor.strides[i], &v);
+    napi_set_element(env, strides, (uint32_t)i, v);
+  }
+  napi_set_named_property(env, o, "shape", shape);
+  napi_set_named_property(env, o, "strides", strides);
+  return o;
+}
+
+static void* run_deleter(void* arg) {
+  DLManagedTensorVersioned* t = arg;
+  t->deleter(t);
+  return NULL;
+}
+
+/* dlpackDelete(address, onAnotherThread): the consumer is done with the tensor. */
+static napi_value dlpack_delete(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  DLManagedTensorVersioned* t = (DLManagedTensorVersioned*)(uintptr_t)arg_u64(env, argv[0]);
+  bool other = false;
+  napi_get_value_bool(env, argv[1], &other);
+  if (other) {
+    pthread_t thread;
+    pthread_create(&thread, NULL, run_deleter, t);
+    pthread_join(thread, NULL);
+  } else {
+    t->deleter(t);
+  }
+  return NULL;
+}
+
 /* foreignContextCalls() -> the fake driver's count of calls made in a non-primary context,
  * or -1 on a real driver (which has no such count). */
 static napi_value foreign_context_calls(napi_env env, napi_callback_info info) {
@@ -311,6 +391,8 @@ static napi_value init(napi_env env, napi_value exports) {
       {"driverStream", NULL, driver_stream, NULL, NULL, NULL, napi_default, NULL},
       {"driverStreamDestroy", NULL, driver_stream_destroy, NULL, NULL, NULL, napi_default, NULL},
       {"inOwnContext", NULL, in_own_context, NULL, NULL, NULL, napi_default, NULL},
+      {"dlpackRead", NULL, dlpack_read, NULL, NULL, NULL, napi_default, NULL},
+      {"dlpackDelete", NULL, dlpack_delete, NULL, NULL, NULL, napi_default, NULL},
       {"foreignContextCalls", NULL, foreign_context_calls, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);

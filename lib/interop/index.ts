@@ -2,8 +2,8 @@
 // for a consumer addon, the header it compiles against, and what each client holds.
 // docs/interop.md has the contract and the examples.
 import { fileURLToPath } from 'node:url';
-import { native } from './native.js';
-import { resolveDevice } from './device.js';
+import { native } from '../native.js';
+import { resolveDevice } from '../device.js';
 
 /**
  * The address of the allocator's C function table (`cca_api_v1` in `include/cca.h`), to
@@ -15,7 +15,7 @@ export function allocatorApi(): bigint {
 }
 
 /** The folder holding `cca.h`, for a consumer's build file (as node-addon-api's include_dir). */
-export const includeDir: string = fileURLToPath(new URL('../include', import.meta.url));
+export const includeDir: string = fileURLToPath(new URL('../../include', import.meta.url));
 
 /** What the clients of one name hold on one device (figures since the process began). */
 export interface ClientUsage {
