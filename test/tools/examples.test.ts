@@ -29,3 +29,16 @@ describe.skipIf(!existsSync(FAKE) || !existsSync(FAKE_NVRTC))('examples/mlp-forw
     expect(live.length).toBe(6);  // the weights and biases; every batch's buffers were freed
   });
 });
+
+describe('examples/interop.mjs', () => {
+  it('builds a C library against cca.h whose memory memory_stats and snapshots name, and lends it a DLPack tensor', () => {
+    const out = execFileSync(process.execPath, [fileURLToPath(new URL('../../examples/interop.mjs', import.meta.url))], {
+      encoding: 'utf8',
+      env: { ...process.env, CCA_DEVICE: 'sim' },
+    });
+    expect(out).toMatch(/codec holds 4194304 bytes in 4 allocations/);
+    expect(out).toMatch(/snapshot: 4 blocks tagged "codec"/);
+    expect(out).toMatch(/borrowed a 8294400-element frame/);
+    expect(out).toMatch(/live allocations now: 0/);
+  });
+});
