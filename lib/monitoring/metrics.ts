@@ -12,11 +12,21 @@ export interface MetricDefinition {
   help: string;
   kind: 'gauge' | 'counter';
   unit: 'bytes' | 'ratio' | 'count';
-  /** Labels: device always; pool for per-pool figures. */
+  /** Labels: device always; pool for per-pool figures; client for a native client's. */
   perPool: boolean;
+  perClient?: boolean;
   /** PyTorch's memory_stats() key it mirrors ({pool} per pool), or how it is derived. */
   mirrors: string;
   value(s: DeviceSample, pool: Pool): number | undefined;
+  /** A per-client metric's value for one client name. */
+  clientValue?(c: ClientSample): number;
+}
+
+/** What one native client name (the C ABI, interop.md) holds on a device. */
+export interface ClientSample {
+  name: string;
+  bytes: number;
+  allocations: number;
 }
 
 /** One device's reading. */
@@ -27,6 +37,7 @@ export interface DeviceSample {
   historyEntries: number;
   /** 0 while history is off. */
   historyCapacity: number;
+  clients: ClientSample[];
 }
 
 const stat = (key: string) => (s: DeviceSample, pool: Pool) => s.stat(key.replace('{pool}', pool));
@@ -60,6 +71,8 @@ export const METRICS: readonly MetricDefinition[] = [
   { name: 'cca_device_frees_total', help: 'Device frees (cudaFree or VMM unmaps)', kind: 'counter', unit: 'count', perPool: false, mirrors: 'num_device_free', value: stat('num_device_free') },
   { name: 'cca_history_entries', help: 'Entries in the history ring (only while recording)', kind: 'gauge', unit: 'count', perPool: false, mirrors: '(not in PyTorch) trace ring size', value: (s) => (s.historyCapacity > 0 ? s.historyEntries : undefined) },
   { name: 'cca_history_capacity_entries', help: 'Entries the history ring holds before it wraps (only while recording)', kind: 'gauge', unit: 'count', perPool: false, mirrors: 'allocator_settings.trace_alloc_max_entries', value: (s) => (s.historyCapacity > 0 ? s.historyCapacity : undefined) },
+  { name: 'cca_client_allocated_bytes', help: 'Bytes a native client (by name) holds in live allocations, as asked for', kind: 'gauge', unit: 'bytes', perPool: false, perClient: true, mirrors: 'clients.{client}.allocated_bytes.current', value: () => undefined, clientValue: (c) => c.bytes },
+  { name: 'cca_client_allocations', help: 'Live allocations of a native client (by name)', kind: 'gauge', unit: 'count', perPool: false, perClient: true, mirrors: 'clients.{client}.allocation.current', value: () => undefined, clientValue: (c) => c.allocations },
 ];
 
 const EXTRAS = 4;  // native monitorSample: largest free small, large; history entries, capacity
@@ -73,6 +86,8 @@ export function readSamples(): DeviceSample[] {
   buffer = native.monitorSample(buffer);
   const data = buffer;
   const devices = data.length / (n + EXTRAS);
+  const clients: ClientSample[][] = Array.from({ length: devices }, () => []);
+  for (const c of native.clients()) clients[c.device]?.push({ name: c.name, bytes: c.bytes, allocations: c.allocations });
   const out: DeviceSample[] = [];
   for (let d = 0; d < devices; d++) {
     const base = d * (n + EXTRAS);
@@ -84,6 +99,7 @@ export function readSamples(): DeviceSample[] {
       largestFree: (pool) => (pool === 'small_pool' ? small : pool === 'large_pool' ? large : Math.max(small, large)),
       historyEntries: data[base + n + 2]!,
       historyCapacity: data[base + n + 3]!,
+      clients: clients[d]!,
     });
   }
   return out;

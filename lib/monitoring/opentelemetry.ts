@@ -39,6 +39,10 @@ export function registerOpenTelemetry(meter: OpenTelemetryMeter): OpenTelemetryH
     const samples = readSamples();
     for (const { m, instrument } of instruments) {
       for (const s of samples) {
+        if (m.perClient) {
+          for (const c of s.clients) result.observe(instrument, m.clientValue!(c), { device: String(s.device), client: c.name });
+          continue;
+        }
         for (const pool of m.perPool ? POOLS : (['all'] as const)) {
           const v = m.value(s, pool);
           if (v === undefined) continue;

@@ -69,10 +69,14 @@ export async function registerPrometheus(options?: PrometheusOptions): Promise<P
       'registerPrometheus was called twice on it; unregister() the first handle', 'ERR_CCA_ALREADY_REGISTERED');
   }
   for (const m of METRICS) {
-    const labelNames = m.perPool ? ['device', 'pool'] : ['device'];
+    const labelNames = m.perPool ? ['device', 'pool'] : m.perClient ? ['device', 'client'] : ['device'];
     const collect = function (this: PromMetric) {
       this.reset();
       for (const s of scrapeSamples()) {
+        if (m.perClient) {
+          for (const c of s.clients) this.set!({ device: String(s.device), client: c.name }, m.clientValue!(c));
+          continue;
+        }
         for (const pool of m.perPool ? POOLS : (['all'] as const)) {
           const v = m.value(s, pool);
           if (v === undefined) continue;

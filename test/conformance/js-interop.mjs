@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCases } from './run-cases.mjs';
 import { buildConsumer } from '../interop/build-consumer.mjs';
-import { cuda, interop, memory, Stream } from '../../dist/index.js';
+import { cuda, interop, memory, monitoring, Stream } from '../../dist/index.js';
 
 const simulated = cuda.runtimeInfo().backend === 'sim';
 const driverPath = process.env.CCA_LIBCUDA_PATH || 'libcuda.so.1';
@@ -46,7 +46,7 @@ const cases = [
     assert.equal(consumer.open('x'.repeat(65), FLAGS).status, 'CCA_ERR_INVALID_ARGUMENT');
     assert.equal(consumer.open('codec', 0x80).status, 'CCA_ERR_INVALID_ARGUMENT');
   }],
-  ['its allocations carry its name: snapshot, memory_stats, interop.clients()', () => {
+  ['its allocations carry its name: snapshot, memory_stats, interop.clients(), metrics', async () => {
     const c = open('codec');
     const a = ok(consumer.malloc(c, 0, 1000n, 0n));
     const b = ok(consumer.malloc(c, 0, BigInt(3 * MiB), 0n));
@@ -57,6 +57,18 @@ const cases = [
     assert.equal(stats['clients.codec.allocated_bytes.current'], 1000 + 3 * MiB);
     assert.equal(stats['clients.codec.allocation.current'], 2);
     assert.deepEqual(usage('codec').allocatedBytes, { current: 1000 + 3 * MiB, peak: 1000 + 3 * MiB });
+    assert.deepEqual(monitoring.readSamples()[0].clients.find((x) => x.name === 'codec'),
+      { name: 'codec', bytes: 1000 + 3 * MiB, allocations: 2 });
+    // Through prom-client where it is installed (CI; the GPU runner has only the runtime dependencies).
+    const prom = await import('prom-client').catch(() => undefined);
+    if (prom) {
+      const registry = new (prom.default ?? prom).Registry();
+      const handle = await monitoring.registerPrometheus({ registry });
+      const text = await registry.metrics();
+      assert.match(text, new RegExp(`cca_client_allocated_bytes\\{device="0",client="codec"\\} ${1000 + 3 * MiB}`));
+      assert.match(text, /cca_client_allocations\{device="0",client="codec"\} 2/);
+      handle.unregister();
+    }
     ok(consumer.free(c, 0, a.ptr));
     ok(consumer.free(c, 0, b.ptr));
     assert.equal(usage('codec').allocations.current, 0);
