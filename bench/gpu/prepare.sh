@@ -7,9 +7,9 @@ cd "$(dirname "$0")/../.."
 ../shared/tools/gpu-node
 npm run build
 node scripts/native-tests.mjs
-cmake --build build-tests -j 2 --target cca_gpu_bench cca_launch_bench cca_copy_bench
+cmake --build build-tests -j 2 --target cca_gpu_bench cca_launch_bench cca_copy_bench cca_interop_bench
 rm -rf .gpu/runtime && mkdir -p .gpu/runtime
 cp package.json package-lock.json .gpu/runtime/
 (cd .gpu/runtime && npm ci --omit=dev --ignore-scripts --silent)
-du -sh .gpu build/Release build-tests/cca_core_tests build-tests/cca_gpu_bench build-tests/cca_launch_bench build-tests/cca_copy_bench dist
-echo 'carry: [".gpu", "build/Release", "build-tests/cca_core_tests", "build-tests/cca_gpu_bench", "build-tests/cca_launch_bench", "build-tests/cca_copy_bench", "dist"]; command: bash bench/gpu/run-on-gpu.sh'
+du -sh .gpu build/Release build-tests/cca_core_tests build-tests/cca_gpu_bench build-tests/cca_launch_bench build-tests/cca_copy_bench build-tests/cca_interop_bench dist
+echo 'carry: [".gpu", "build/Release", "build-tests/cca_core_tests", "build-tests/cca_gpu_bench", "build-tests/cca_launch_bench", "build-tests/cca_copy_bench", "build-tests/cca_interop_bench", "dist"]; command: bash bench/gpu/run-on-gpu.sh'

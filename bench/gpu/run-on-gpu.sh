@@ -13,6 +13,8 @@ tar xzf .gpu/node.tgz -C /tmp && export PATH=/tmp/package/bin:$PATH
 [ -d node_modules ] || cp -r .gpu/runtime/node_modules node_modules  # the runtime dependencies only
 step() {  # step FILE SECONDS COMMAND...: runs one step, its output and time in FILE
   local file=$1 limit=$2
+  # ONLY=regex runs just the steps whose file names match it (a short run for one issue).
+  if [ -n "${ONLY:-}" ] && ! [[ "$file" =~ $ONLY ]]; then return; fi
   shift 2
   local t0=$SECONDS
   timeout "$limit" "$@" > "$out/$file" 2>&1
@@ -40,6 +42,11 @@ step copy.txt 120 env CCA_DEVICE=cuda node bench/js-copy.mjs
 step mlp.txt 120 env CCA_DEVICE=cuda node examples/mlp-forward.mjs 200 "$out/mlp.pickle"
 # PyTorch's own memory_viz code reads the example's snapshot and draws it.
 step mlp_viz.txt 60 python3 -c "import pickle, sys; from torch.cuda import _memory_viz as v; s = pickle.load(open('$out/mlp.pickle', 'rb')); print('segments', len(s['segments']), 'trace entries', len(s['device_traces'][0])); print('trace_plot html bytes', len(v.trace_plot(s))); print('segment_plot html bytes', len(v.segment_plot(s)))"
+# Other native code through the C ABI: a C consumer built here against cca.h (its own stream
+# and its own context on the real driver), the example, and the table's pair against C++'s.
+step js_interop.txt 180 env CCA_DEVICE=cuda CCA_CONSUMER_DIR="$(mktemp -d)" node test/conformance/js-interop.mjs
+step interop_example.txt 60 env CCA_DEVICE=cuda node examples/interop.mjs
+step interop_bench.txt 120 env CCA_DEVICE=cuda ./build-tests/cca_interop_bench
 step gpu_bench.txt 120 ./build-tests/cca_gpu_bench
 step js_alloc_free.txt 90 env CCA_DEVICE=cuda node bench/js-alloc-free.mjs
 step js_snapshot.txt 90 env CCA_DEVICE=cuda node bench/js-snapshot.mjs

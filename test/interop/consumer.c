@@ -231,6 +231,17 @@ static void* driver;
 
 static void* sym(const char* name) { return driver ? dlsym(driver, name) : NULL; }
 
+/* Every driver entry point the driver parts use, or the first one missing (NULL: all there). */
+static const char* missing_driver_symbol(void) {
+  static const char* const names[] = {"cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent",
+                                      "cuCtxGetCurrent", "cuCtxCreate_v2", "cuCtxDestroy_v2", "cuStreamCreate",
+                                      "cuStreamDestroy_v2"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
+    if (sym(names[i]) == NULL) return names[i];
+  }
+  return NULL;
+}
+
 /* driverStream(libraryPath, device) -> bigint: a stream of the device's primary context,
  * made by the consumer itself (0n if the driver refused). */
 static napi_value driver_stream(napi_env env, napi_callback_info info) {
@@ -238,6 +249,13 @@ static napi_value driver_stream(napi_env env, napi_callback_info info) {
   char path[1024];
   napi_get_value_string_utf8(env, argv[0], path, sizeof path, NULL);
   if (driver == NULL) driver = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  const char* missing = driver == NULL ? "the driver library" : missing_driver_symbol();
+  if (missing != NULL) {
+    char message[256];
+    snprintf(message, sizeof message, "consumer: %s is missing", missing);
+    napi_throw_error(env, NULL, message);
+    return NULL;
+  }
   void* stream = NULL;
   void* ctx = NULL;
   int dev = 0;
@@ -266,6 +284,10 @@ static napi_value driver_stream_destroy(napi_env env, napi_callback_info info) {
 static napi_value in_own_context(napi_env env, napi_callback_info info) {
   ARGS(3);
   int device = arg_int(env, argv[1]);
+  if (driver == NULL || missing_driver_symbol() != NULL) {
+    napi_throw_error(env, NULL, "consumer: call driverStream first (the driver is not loaded)");
+    return NULL;
+  }
   void* mine = NULL;
   void* now = NULL;
   if (((cu_ctx_create_t)sym("cuCtxCreate_v2"))(&mine, 0, device) != 0) {
