@@ -27,7 +27,7 @@ if (!existsSync(path.join(work, 'native'))) {
 }
 
 // The core's sources of one tree: allocator (flat before the layers had folders, in
-// state/ and policy/ after), common, and the sim device (no runtime: it picks backends).
+// state/ and policy/ after), common, and the sim device's files (no runtime: it picks backends).
 const cppUnder = (dir) => (existsSync(dir)
   ? readdirSync(dir, { recursive: true }).filter((f) => f.endsWith('.cpp') && path.basename(f) !== 'runtime.cpp')
     .map((f) => path.join(dir, f))
@@ -36,7 +36,7 @@ const coreSources = (tree) => [
   ...cppUnder(path.join(tree, 'native/allocator')),
   ...cppUnder(path.join(tree, 'native/common')),
   path.join(tree, 'native/device/device.cpp'),
-  path.join(tree, 'native/device/sim/sim_device.cpp'),
+  ...cppUnder(path.join(tree, 'native/device/sim')),  // sim_device.cpp, and sim_streams.cpp since it was split
 ];
 const flags = ['-std=c++17', '-O3', '-DNDEBUG', '-DCCA_DEBUG=0', '-pthread'];
 const out = path.join(work, 'ab');

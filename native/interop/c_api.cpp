@@ -75,8 +75,8 @@ cca_status api_malloc(cca_client* client, int device, std::size_t size, cca_stre
   if (out == nullptr) return fail(CCA_ERR_INVALID_ARGUMENT, "malloc: `out` is NULL");
   return guarded([&] {
     DeviceCachingAllocator& a = client->runtime->allocator(device);
-    *out = a.malloc(size, stream, client->owner, CallContext{0, client->tag});
-    if (*out != 0) client->stats[static_cast<std::size_t>(device)].on_malloc(size);
+    *out = a.malloc(size, stream, client->owner, CallContext{0, client->tag},
+                    size == 0 ? nullptr : &client->counters[static_cast<std::size_t>(device)]);
   });
 }
 
@@ -85,8 +85,7 @@ cca_status api_free(cca_client* client, int device, cca_ptr ptr) {
   if (ptr == 0) return CCA_OK;
   return guarded([&] {
     DeviceCachingAllocator& a = client->runtime->allocator(device);
-    const std::uint64_t size = a.free_owned(ptr, client->owner, CallContext{0, client->tag});
-    client->stats[static_cast<std::size_t>(device)].on_free(size);
+    a.free_owned(ptr, client->owner, CallContext{0, client->tag}, &client->counters[static_cast<std::size_t>(device)]);
   });
 }
 

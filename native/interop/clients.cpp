@@ -17,17 +17,11 @@ std::mutex& g_mu = *new std::mutex;
 struct NameEntry {
   std::string name;
   int open = 0;
-  ClientDeviceStats stats[kMaxClientDevices];
+  OwnerCounters counters[kMaxClientDevices];
 };
 std::uint32_t g_clients = 0;                                        // clients ever opened
 std::vector<NameEntry*>& g_names = *new std::vector<NameEntry*>;  // tag - kClientIdBase -> entry
 std::unordered_map<std::string, std::uint32_t>& g_tags = *new std::unordered_map<std::string, std::uint32_t>;
-
-void raise_peak(std::atomic<std::int64_t>& peak, std::int64_t value) {
-  std::int64_t seen = peak.load(std::memory_order_relaxed);
-  while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
-  }
-}
 
 void check_name(const char* name) {
   if (name == nullptr || *name == '\0') throw InvalidArgumentError("client_open: the name is empty; name the library that allocates");
@@ -40,19 +34,6 @@ void check_name(const char* name) {
 }
 
 }  // namespace
-
-void ClientDeviceStats::on_malloc(std::uint64_t requested) {
-  raise_peak(bytes_peak, bytes.fetch_add(static_cast<std::int64_t>(requested), std::memory_order_relaxed) +
-                             static_cast<std::int64_t>(requested));
-  raise_peak(allocations_peak, allocations.fetch_add(1, std::memory_order_relaxed) + 1);
-  num_allocs.fetch_add(1, std::memory_order_relaxed);
-}
-
-void ClientDeviceStats::on_free(std::uint64_t requested) {
-  bytes.fetch_sub(static_cast<std::int64_t>(requested), std::memory_order_relaxed);
-  allocations.fetch_sub(1, std::memory_order_relaxed);
-  num_frees.fetch_add(1, std::memory_order_relaxed);
-}
 
 cca_client* open_client(const char* name, bool allow_simulated) {
   check_name(name);
@@ -80,7 +61,7 @@ cca_client* open_client(const char* name, bool allow_simulated) {
   client->tag = it->second;
   NameEntry& entry = *g_names[client->tag - kClientIdBase];
   ++entry.open;
-  client->stats = entry.stats;
+  client->counters = entry.counters;
   client->owner = kClientIdBase + g_clients++;
   return client;
 }
@@ -101,24 +82,27 @@ std::string client_tag_name(std::uint32_t tag) {
 }
 
 std::vector<ClientInfo> client_infos() {
+  Runtime& runtime = process_runtime();
   std::lock_guard<std::mutex> lock(g_mu);
   std::vector<ClientInfo> out;
   for (std::size_t i = 0; i < g_names.size(); ++i) {
     const NameEntry& e = *g_names[i];
     for (int d = 0; d < kMaxClientDevices; ++d) {
-      const ClientDeviceStats& s = e.stats[d];
-      if (s.num_allocs.load(std::memory_order_relaxed) == 0) continue;  // never allocated there
+      // Each device's allocator writes its counters under its lock; read them under it too.
+      // (A replaced runtime's devices: their clients were all closed first, so no writer.)
+      const OwnerCounters c = d < runtime.device_count() ? runtime.allocator(d).read_counters(e.counters[d]) : e.counters[d];
+      if (c.num_allocs == 0) continue;  // never allocated there
       ClientInfo info;
       info.tag = kClientIdBase + static_cast<std::uint32_t>(i);
       info.name = e.name;
       info.open = e.open;
       info.device = d;
-      info.bytes = s.bytes.load(std::memory_order_relaxed);
-      info.bytes_peak = s.bytes_peak.load(std::memory_order_relaxed);
-      info.allocations = s.allocations.load(std::memory_order_relaxed);
-      info.allocations_peak = s.allocations_peak.load(std::memory_order_relaxed);
-      info.num_allocs = s.num_allocs.load(std::memory_order_relaxed);
-      info.num_frees = s.num_frees.load(std::memory_order_relaxed);
+      info.bytes = c.bytes;
+      info.bytes_peak = c.bytes_peak;
+      info.allocations = c.allocations;
+      info.allocations_peak = c.allocations_peak;
+      info.num_allocs = c.num_allocs;
+      info.num_frees = c.num_frees;
       out.push_back(std::move(info));
     }
   }

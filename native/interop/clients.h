@@ -4,6 +4,8 @@
 // Clients are never destroyed: a closed one's name still labels the memory it left.
 #pragma once
 #include <atomic>
+
+#include "../common/owner_counters.h"
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,15 +17,6 @@ namespace cca {
 // Owner ids and tags at or above this are clients'; JS environments and JS tags count up
 // from 1 and stay below it.
 constexpr std::uint32_t kClientIdBase = 0x80000000u;
-
-// The figures of one client name on one device (every client opened under that name
-// adds to them), kept with relaxed atomics beside the allocator's own stats.
-struct ClientDeviceStats {
-  std::atomic<std::int64_t> bytes{0}, bytes_peak{0}, allocations{0}, allocations_peak{0};
-  std::atomic<std::uint64_t> num_allocs{0}, num_frees{0};
-  void on_malloc(std::uint64_t requested);
-  void on_free(std::uint64_t requested);
-};
 
 // Devices a client name keeps figures for (device indexes past it are refused by no one:
 // the runtime has fewer).
@@ -47,7 +40,7 @@ struct cca_client {
   std::string name;
   std::atomic<bool> open{true};
   cca::Runtime* runtime = nullptr;  // the process runtime, pinned while open
-  cca::ClientDeviceStats* stats = nullptr;  // its name's, one per device index
+  cca::OwnerCounters* counters = nullptr;  // its name's, one per device index, kept by each device's allocator
 };
 
 namespace cca {

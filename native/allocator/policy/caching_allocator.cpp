@@ -62,7 +62,8 @@ CCA_HOT void DeviceCachingAllocator::check_stream(StreamId stream) const {
   }
 }
 
-CCA_HOT DevicePtr DeviceCachingAllocator::malloc(std::uint64_t size, StreamId stream, std::uint32_t owner, CallContext ctx) {
+CCA_HOT DevicePtr DeviceCachingAllocator::malloc(std::uint64_t size, StreamId stream, std::uint32_t owner, CallContext ctx,
+                                                 OwnerCounters* counters) {
   if (size == 0) return 0;
   if (size >= kOneExaByte) {
     OutOfMemoryInfo info;
@@ -93,6 +94,7 @@ CCA_HOT DevicePtr DeviceCachingAllocator::malloc(std::uint64_t size, StreamId st
   }
   if (!found) throw_oom(p, lock);
   const DevicePtr ptr = hand_out(p, owner)->ptr;
+  if (counters != nullptr) counters->on_malloc(size);
   check_after_operation();
   return ptr;
 }

@@ -26,6 +26,7 @@
 #include "config.h"
 #include "../../common/debug.h"
 #include "../../common/errors.h"
+#include "../../common/owner_counters.h"
 #include "../state/history_options.h"
 #include "../state/ledger.h"
 #include "size_policy.h"
@@ -63,7 +64,9 @@ class DeviceCachingAllocator {
   // Returns size bytes usable on `stream` (0 for size 0). Throws InvalidArgumentError for
   // an unknown stream, OutOfMemoryError when even an empty cache cannot satisfy it (and
   // for 1 EiB or more, before touching any state), DeviceError on other device failures.
-  DevicePtr malloc(std::uint64_t size, StreamId stream, std::uint32_t owner = 0, CallContext ctx = {});
+  // `counters`, when given, count the allocation under the lock (a C client's figures).
+  DevicePtr malloc(std::uint64_t size, StreamId stream, std::uint32_t owner = 0, CallContext ctx = {},
+                   OwnerCounters* counters = nullptr);
   // Frees a pointer from malloc. Throws InvalidPointerError for anything else (a foreign
   // pointer, an interior pointer, a double free), changing nothing.
   void free(DevicePtr ptr, CallContext ctx = {});
@@ -131,9 +134,12 @@ class DeviceCachingAllocator {
   void empty_cache();
 
   // --- calls on behalf of other native code (the C ABI; client_calls.cpp) ---
-  // Frees an allocation that `owner` made: InvalidPointerError, changing nothing, for a
-  // pointer that is not a live allocation of that owner. Returns its requested size.
-  std::uint64_t free_owned(DevicePtr ptr, std::uint32_t owner, CallContext ctx = {});
+  // Frees an allocation that `owner` made, counting it in `counters` (may be null):
+  // InvalidPointerError, changing nothing, for a pointer that is not a live allocation of
+  // that owner.
+  void free_owned(DevicePtr ptr, std::uint32_t owner, CallContext ctx = {}, OwnerCounters* counters = nullptr);
+  // A copy of counters this allocator updates, read under its lock.
+  OwnerCounters read_counters(const OwnerCounters& counters) const;
   // The live allocation holding `inside` (its base, requested size and stream); false if none.
   bool find_allocation(DevicePtr inside, DevicePtr* base, std::uint64_t* size, StreamId* stream) const;
   // Makes a stream the allocator did not create usable with it (counted: each adopt needs a

@@ -6,7 +6,7 @@
 
 namespace cca {
 
-std::uint64_t DeviceCachingAllocator::free_owned(DevicePtr ptr, std::uint32_t owner, CallContext ctx) {
+void DeviceCachingAllocator::free_owned(DevicePtr ptr, std::uint32_t owner, CallContext ctx, OwnerCounters* counters) {
   std::lock_guard<std::mutex> lock(mu_);
   const Block* block = ledger_.find_allocated(ptr);
   if (block == nullptr || block->owner != owner) {
@@ -27,8 +27,13 @@ std::uint64_t DeviceCachingAllocator::free_owned(DevicePtr ptr, std::uint32_t ow
   }
   const std::uint64_t requested = block->requested_size;
   free_block(block, ctx);
+  if (counters != nullptr) counters->on_free(requested);
   check_after_operation();
-  return requested;
+}
+
+OwnerCounters DeviceCachingAllocator::read_counters(const OwnerCounters& counters) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters;
 }
 
 bool DeviceCachingAllocator::find_allocation(DevicePtr inside, DevicePtr* base, std::uint64_t* size,
