@@ -95,7 +95,7 @@ describe('Prometheus (prom-client)', () => {
     for (const f of families) {
       expect(f.name).toMatch(/^cca_[a-z_]+$/);
       if (f.type === 'counter') expect(f.name).toMatch(/_total$/);
-      else expect(f.name).toMatch(/_(bytes|ratio|entries)$|^cca_(allocations|segments)$/);
+      else expect(f.name).toMatch(/_(bytes|ratio|entries)$|^cca_(allocations|segments|client_allocations)$/);
     }
     expect(parse(await registry.metrics()).has('cca_history_entries{device="0"}')).toBe(false);
     memory._record_memory_history({ enabled: 'all', maxEntries: 1000 });
