@@ -19,7 +19,9 @@ struct NameEntry {
   int open = 0;
   OwnerCounters counters[kMaxClientDevices];
 };
-std::uint32_t g_clients = 0;                                        // clients ever opened
+// Every client ever opened, kept (about 64 bytes each) so that a call with a closed one is
+// refused by its flag rather than read freed memory.
+std::vector<cca_client*>& g_clients = *new std::vector<cca_client*>;
 std::vector<NameEntry*>& g_names = *new std::vector<NameEntry*>;  // tag - kClientIdBase -> entry
 std::unordered_map<std::string, std::uint32_t>& g_tags = *new std::unordered_map<std::string, std::uint32_t>;
 
@@ -62,7 +64,8 @@ cca_client* open_client(const char* name, bool allow_simulated) {
   NameEntry& entry = *g_names[client->tag - kClientIdBase];
   ++entry.open;
   client->counters = entry.counters;
-  client->owner = kClientIdBase + g_clients++;
+  client->owner = kClientIdBase + static_cast<std::uint32_t>(g_clients.size());
+  g_clients.push_back(client);
   return client;
 }
 

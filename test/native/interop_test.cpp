@@ -183,7 +183,7 @@ TEST(interop_adopted_streams_order_reuse_and_release_without_destroying) {
   t.client_close(c);
 }
 
-TEST(interop_clients_allocate_from_threads_at_once) {
+TEST(interop_concurrent_clients_allocate_from_threads_at_once) {
   use_sim(1);
   const cca_api_v1& t = api();
   constexpr int kThreads = 6;
