@@ -205,6 +205,13 @@ export interface NativeBinding {
   releaseExported(device: number, base: number): boolean;
   /** DLPack tensors still out for the allocation at `base`. */
   exportedTensors(device: number, base: number): number;
+  /** CUDA IPC: the bytes another process opens for the allocation at `base`. */
+  ipcHandle(device: number, base: number): Uint8Array;
+  /** Maps another process's allocation; counted in the exporter until closeIpc. */
+  openIpcHandle(bytes: Uint8Array): { device: number; ptr: number; size: number };
+  closeIpc(device: number, ptr: number): void;
+  /** Frees released exports nothing holds any more; how many. */
+  ipcCollect(): number;
   compilerInfo(): CompilerInfo;
   compile(source: string, name: string, options: string[], headerNames: string[], headerSources: string[],
     nameExpressions: string[], cubin: boolean): Promise<{ ok: boolean; error: string; log: string; image: Uint8Array; lowered: [string, string][] }>;

@@ -11,6 +11,8 @@ import { resetCurrentDevice, resolveDevice } from './device.js';
 import { checkBoolean, checkInteger, checkOptions, checkSize, checkString, typeError } from './validate.js';
 import type { CudaProbe, SimState } from '../binding.js';
 
+export { openIpcHandle, ipc_collect } from './interop/ipc.js';
+
 /**
  * Whether the CUDA backend can be used here (a driver and at least one GPU), and if not,
  * why. It does not switch backends: CCA_DEVICE (default auto) chose at start.

@@ -49,8 +49,8 @@ function hostView(op: string, value: unknown): ArrayBufferView {
 const ALLOC_KEY: unique symbol = Symbol('cuda.alloc');
 
 /** @internal For cuda.alloc() only. */
-export function makeDeviceBuffer(ptr: number, size: number, stream: Stream, gen: number): DeviceBuffer {
-  return new DeviceBuffer(ALLOC_KEY, ptr, size, stream, gen);
+export function makeDeviceBuffer(ptr: number, size: number, stream: Stream, gen: number, imported = false): DeviceBuffer {
+  return new DeviceBuffer(ALLOC_KEY, ptr, size, stream, gen, imported);
 }
 
 export class DeviceBuffer {
@@ -62,11 +62,12 @@ export class DeviceBuffer {
   /** The stream the memory was allocated on: reuse is ordered on it. */
   readonly stream: Stream;
   #freed = false;
-  #exported = false;  // toDLPack was called: free() lets the tensors' deleters finish it
+  #exported = false;  // toDLPack or ipcHandle was called: free() may leave the freeing to them
+  readonly #imported: boolean;  // another process's memory (cuda.openIpcHandle): free() unmaps it
   readonly #generation: number;
 
   /** @internal Buffers come from cuda.alloc(); this constructor throws for anyone else. */
-  constructor(key: typeof ALLOC_KEY, ptr: number, size: number, stream: Stream, gen: number) {
+  constructor(key: typeof ALLOC_KEY, ptr: number, size: number, stream: Stream, gen: number, imported = false) {
     if (key !== ALLOC_KEY) {
       throw new ArgumentTypeError('DeviceBuffer cannot be constructed directly; allocate with cuda.alloc(size, options)',
         'ERR_ILLEGAL_CONSTRUCTOR');
@@ -76,6 +77,12 @@ export class DeviceBuffer {
     this.device = stream.device;
     this.stream = stream;
     this.#generation = gen;
+    this.#imported = imported;
+  }
+
+  /** True for another process's buffer opened with cuda.openIpcHandle(): free() unmaps it. */
+  get imported(): boolean {
+    return this.#imported;
   }
 
   /** True once freed. */
@@ -90,13 +97,34 @@ export class DeviceBuffer {
    */
   free(): void {
     DeviceBuffer.#assertLive(this, 'free');
-    if (this.#exported) native.releaseExported(this.device, this.ptr);
+    if (this.#imported) native.closeIpc(this.device, this.ptr);
+    else if (this.#exported) native.releaseExported(this.device, this.ptr);
     else if (this.ptr !== 0) {
       // With context 'all', frees carry the stack of the free site.
       if (capture.level === 3 && sampleStack()) native.free(this.device, this.ptr, stacks.capture(DeviceBuffer.prototype.free));
       else native.free(this.device, this.ptr);
     }
     this.#freed = true;
+  }
+
+  /**
+   * CUDA IPC: bytes another process passes to cuda.openIpcHandle() to map this buffer (a
+   * Node server's workers sharing one copy of the weights). While any process has it open,
+   * the memory stays allocated here: free() then leaves the freeing to the last importer's
+   * close, found by cuda.ipc_collect() or when the allocator runs short. Keep the buffer
+   * until the other process has opened the handle. Throws ERR_CCA_IPC_UNSUPPORTED on the
+   * simulator and for buffers in expandable segments.
+   */
+  ipcHandle(): Uint8Array {
+    DeviceBuffer.#assertLive(this, 'ipcHandle');
+    if (this.#imported) {
+      throw new InvalidArgumentError('ipcHandle: this buffer is another process\'s (opened with cuda.openIpcHandle); ' +
+        'pass on the handle it came from instead', 'ERR_CCA_IPC_UNSUPPORTED');
+    }
+    if (this.ptr === 0) throw new InvalidArgumentError('ipcHandle: a 0-byte buffer has no memory to share', 'ERR_CCA_OUT_OF_BOUNDS');
+    const handle = native.ipcHandle(this.device, this.ptr);
+    this.#exported = true;
+    return handle;
   }
 
   /**

@@ -3,6 +3,7 @@
 #include "interop_functions.h"
 
 #include <cstdint>
+#include <cstring>
 
 #include "addon_state.h"
 #include "args.h"
@@ -10,6 +11,8 @@
 #include "../interop/c_api.h"
 #include "../interop/clients.h"
 #include "../interop/dlpack.h"
+#include "../interop/exports.h"
+#include "../interop/ipc.h"
 #include "../runtime/process_runtime.h"
 
 namespace cca::binding {
@@ -58,15 +61,18 @@ std::vector<std::int64_t> int64_list(const Napi::Value& v) {
   return out;
 }
 
+void refuse_isolated(const Napi::CallbackInfo& info, const char* what) {
+  if (static_cast<AddonState*>(info.Data())->own_runtime) {
+    throw InvalidArgumentError(std::string(what) + ": this environment's devices are its own (cuda.sim.isolate); "
+                               "memory is shared only from the process's devices",
+                               "ERR_CCA_ISOLATED");
+  }
+}
+
 // toDLPack(device, base, bytes, code, bits, lanes, shape, strides | null, byteOffset) ->
 // bigint: the address of a DLManagedTensorVersioned (JS checked the arguments' types)
 Napi::Value ToDLPack(const Napi::CallbackInfo& info) {
-  AddonState& s = *static_cast<AddonState*>(info.Data());
-  if (s.own_runtime) {
-    throw InvalidArgumentError("toDLPack: this environment's devices are its own (cuda.sim.isolate); tensors leave "
-                               "only from the process's devices",
-                               "ERR_CCA_ISOLATED");
-  }
+  refuse_isolated(info, "toDLPack");
   DLPackRequest r;
   r.device = device_arg(info, 0);
   r.base = u64_arg(info, 1, "base");
@@ -91,6 +97,38 @@ Napi::Value ExportedTensors(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), exported_tensors(device_arg(info, 0), u64_arg(info, 1, "base")));
 }
 
+// ipcHandle(device, base) -> Uint8Array: the bytes another process opens
+Napi::Value IpcHandle(const Napi::CallbackInfo& info) {
+  refuse_isolated(info, "ipcHandle");
+  const std::vector<unsigned char> bytes = export_ipc_handle(process_runtime(), device_arg(info, 0), u64_arg(info, 1, "base"));
+  Napi::Uint8Array out = Napi::Uint8Array::New(info.Env(), bytes.size());
+  std::memcpy(out.Data(), bytes.data(), bytes.size());
+  return out;
+}
+
+// openIpcHandle(bytes) -> { device, ptr, size } (JS checked that bytes is a Uint8Array)
+Napi::Value OpenIpcHandle(const Napi::CallbackInfo& info) {
+  refuse_isolated(info, "openIpcHandle");
+  Napi::Uint8Array bytes = info[0].As<Napi::Uint8Array>();
+  const IpcImport imp = open_ipc_handle(process_runtime(), bytes.Data(), bytes.ByteLength());
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("device", imp.device);
+  o.Set("ptr", static_cast<double>(imp.ptr));
+  o.Set("size", static_cast<double>(imp.size));
+  return o;
+}
+
+// closeIpc(device, ptr): one open of another process's buffer undone
+Napi::Value CloseIpc(const Napi::CallbackInfo& info) {
+  close_ipc_handle(process_runtime(), device_arg(info, 0), u64_arg(info, 1, "ptr"));
+  return info.Env().Undefined();
+}
+
+// ipcCollect() -> how many released exports were freed
+Napi::Value IpcCollect(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(collect_exports(runtime(info))));
+}
+
 }  // namespace
 
 void register_interop_functions(Napi::Env env, Napi::Object exports) {
@@ -100,6 +138,10 @@ void register_interop_functions(Napi::Env env, Napi::Object exports) {
   export_function<ToDLPack>(env, exports, "toDLPack");
   export_function<ReleaseExported>(env, exports, "releaseExported");
   export_function<ExportedTensors>(env, exports, "exportedTensors");
+  export_function<IpcHandle>(env, exports, "ipcHandle");
+  export_function<OpenIpcHandle>(env, exports, "openIpcHandle");
+  export_function<CloseIpc>(env, exports, "closeIpc");
+  export_function<IpcCollect>(env, exports, "ipcCollect");
 }
 
 }  // namespace cca::binding

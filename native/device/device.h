@@ -85,6 +85,14 @@ class Device {
   // source of memory). kOutOfMemory when the system refuses.
   virtual Status host_alloc(void** out, std::size_t bytes) = 0;
   virtual Status host_free(void* ptr) = 0;
+
+  // CUDA IPC: a 64-byte handle for the device allocation that starts at `base` (one malloc
+  // gave it); in another process, that allocation mapped (`ipc_open`, at its start) and
+  // unmapped (`ipc_close`). kUnsupported where memory cannot be shared (the simulator).
+  static constexpr std::size_t kIpcHandleBytes = 64;
+  virtual Status ipc_handle(DevicePtr /*base*/, unsigned char* /*out*/) { return Status::kUnsupported; }
+  virtual Status ipc_open(const unsigned char* /*handle*/, DevicePtr* /*out*/) { return Status::kUnsupported; }
+  virtual Status ipc_close(DevicePtr /*mapped*/) { return Status::kUnsupported; }
 };
 
 // "WHAT failed on device N: STATUS (the backend's last error)": the one wording of every

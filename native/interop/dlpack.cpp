@@ -1,29 +1,17 @@
 #include "dlpack.h"
 
-#include <map>
-#include <mutex>
 #include <string>
-#include <tuple>
 
 #include "../common/errors.h"
 #include "../common/message_format.h"
 #include "../runtime/process_runtime.h"
+#include "exports.h"
 
 namespace cca {
 
 namespace {
 
 constexpr std::int32_t kDLCUDA = 2;
-
-struct Export {
-  int tensors = 0;
-  bool released = false;  // JS freed the buffer; the last deleter frees the memory
-};
-
-// (runtime, device, base) -> its exports. Never destroyed: a deleter may run at exit.
-using Key = std::tuple<Runtime*, int, DevicePtr>;
-std::mutex& g_mu = *new std::mutex;
-std::map<Key, Export>& g_exports = *new std::map<Key, Export>;
 
 // One allocation holds the tensor, its shape and strides, and what the deleter needs.
 struct ManagedExport {
@@ -34,27 +22,10 @@ struct ManagedExport {
   std::int64_t dims[];  // shape, then strides
 };
 
-void free_memory(Runtime* runtime, int device, DevicePtr base) {
-  try {
-    runtime->allocator(device).free(base);
-  } catch (...) {
-    // A deleter cannot report; the allocation stays live and shows in snapshots.
-  }
-}
-
 void delete_tensor(DLManagedTensorVersioned* self) {
   if (self == nullptr) return;
   auto* m = static_cast<ManagedExport*>(self->manager_ctx);
-  bool free_now = false;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    auto it = g_exports.find(Key{m->runtime, m->device, m->base});
-    if (it != g_exports.end() && --it->second.tensors == 0) {
-      free_now = it->second.released;
-      g_exports.erase(it);
-    }
-  }
-  if (free_now) free_memory(m->runtime, m->device, m->base);
+  drop_tensor(*m->runtime, m->device, m->base);
   unpin_process_runtime();
   ::operator delete(m);
 }
@@ -129,39 +100,14 @@ DLManagedTensorVersioned* export_dlpack(Runtime& runtime, const DLPackRequest& r
   t.dl_tensor.shape = ndim == 0 ? nullptr : m->dims;
   t.dl_tensor.strides = ndim == 0 ? nullptr : m->dims + ndim;
   t.dl_tensor.byte_offset = r.byte_offset;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    Export& e = g_exports[Key{&runtime, r.device, r.base}];
-    if (e.released) {
-      ::operator delete(m);
-      throw InvalidPointerError("toDLPack: the buffer at " + hex(r.base) + " was freed");
-    }
-    ++e.tensors;
+  try {
+    hold_tensor(runtime, r.device, r.base);
+  } catch (...) {
+    ::operator delete(m);
+    throw;
   }
   pin_process_runtime();
   return &t;
-}
-
-bool release_exported(Runtime& runtime, int device, DevicePtr base) {
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    auto it = g_exports.find(Key{&runtime, device, base});
-    if (it != g_exports.end()) {
-      if (it->second.released) throw InvalidPointerError("free: the buffer at " + hex(base) + " was already freed");
-      it->second.released = true;
-      return false;
-    }
-  }
-  runtime.allocator(device).free(base);
-  return true;
-}
-
-int exported_tensors(int device, DevicePtr base) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  for (const auto& [key, e] : g_exports) {
-    if (std::get<1>(key) == device && std::get<2>(key) == base) return e.tensors;
-  }
-  return 0;
 }
 
 }  // namespace cca

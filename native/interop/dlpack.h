@@ -1,7 +1,7 @@
 // Buffers leaving as DLPack 1.x tensors (DLManagedTensorVersioned): another framework
 // borrows the memory, and its deleter gives it back through the allocator. An exported
-// allocation is freed when both JS has let go of it (release_exported) and every tensor's
-// deleter has run, in whichever order, on whichever thread.
+// allocation is freed when both JS has let go of it and every tensor's deleter has run, in
+// whichever order, on whichever thread (exports.h keeps that count).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -57,10 +57,4 @@ struct DLPackRequest {
 // InvalidArgumentError (ERR_CCA_OUT_OF_BOUNDS) when the elements reach outside the bytes,
 // and for shapes or dtypes DLPack cannot say; InvalidPointerError unless `base` is live.
 DLManagedTensorVersioned* export_dlpack(Runtime& runtime, const DLPackRequest& request);
-// JS lets go of an exported allocation: freed now if no tensor is out (true), else by the
-// last deleter (false). InvalidPointerError when it was never exported or already let go.
-bool release_exported(Runtime& runtime, int device, DevicePtr base);
-// Tensors still out for the allocation at `base` (0 when none).
-int exported_tensors(int device, DevicePtr base);
-
 }  // namespace cca

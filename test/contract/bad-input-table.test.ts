@@ -184,6 +184,8 @@ const CALLS: Call[] = [
   { name: 'buf.toDLPack', param: 'options.byteOffset|OUT_OF_BOUNDS', valid: (v) => v === undefined || isInt(v, 0, 4092), extra: () => [4093, 8192], call: (v) => S.buf.toDLPack({ dtype: 'f32', shape: [], byteOffset: v as number, allowSimulated: true }) },
   { name: 'buf.toDLPack', param: 'allowSimulated', valid: (v) => v === true, call: (v) => S.buf.toDLPack({ dtype: 'f32', shape: [], allowSimulated: v as boolean }) },
   { name: 'buf.toDLPack', param: 'buffer|freed', valid: (v) => v !== S.freed, extra: () => [S.freed], call: (v) => (v as DeviceBuffer).toDLPack({ dtype: 'f32', shape: [], allowSimulated: true }) },
+  { name: 'cuda.openIpcHandle', param: 'handle|IPC_HANDLE', valid: kinds.none, extra: () => [new Uint8Array(120), new Uint8Array(119), new Uint8Array(121)], call: (v) => cuda.openIpcHandle(v as Uint8Array) },
+  { name: 'buf.ipcHandle', param: 'buffer|freed|IPC_UNSUPPORTED', valid: (v) => v !== S.freed && v !== S.buf, extra: () => [S.freed, S.buf], call: (v) => (v as DeviceBuffer).ipcHandle() },
   { name: 'interop.clients', param: 'device', valid: kinds.device, call: (v) => interop.clients(v as number) },
   { name: 'cuda.allocHost', param: 'size', valid: kinds.size, call: (v) => cuda.allocHost(v as number) },
   { name: 'buf.copyFromAsync', param: 'src|not pinned', valid: kinds.none, extra: () => [S.freed, ...forgedBuffer()], call: (v) => S.buf.copyFromAsync(v as never) },
@@ -359,9 +361,9 @@ describe('every public function refuses every wrong value, with a code, changing
       'memory.max_memory_cached', 'memory.memory_cached', 'monitoring.readSamples', 'monitoring.otelName',
       'memory.host_memory_stats', 'memory.host_memory_stats_as_nested_dict', 'memory.reset_peak_host_memory_stats',
       'memory.reset_accumulated_host_memory_stats', 'memory.empty_host_cache', 'cuda.HostBuffer', 'compute.compilerInfo',
-      'compute.Module', 'compute.Kernel', 'compute.Event', 'compute.BufferView']);
+      'compute.Module', 'compute.Kernel', 'compute.Event', 'compute.BufferView', 'cuda.ipc_collect', 'interop.allocatorApi']);
     const missing: string[] = [];
-    for (const [mod, ns] of [['memory', memory], ['cuda', cuda], ['analysis', analysis], ['monitoring', monitoring], ['compute', compute]] as const) {
+    for (const [mod, ns] of [['memory', memory], ['cuda', cuda], ['analysis', analysis], ['monitoring', monitoring], ['compute', compute], ['interop', interop]] as const) {
       for (const [k, v] of Object.entries(ns)) {
         const name = `${mod}.${k}`;
         if (typeof v === 'function' && !named.has(name) && !argless.has(name)) missing.push(name);

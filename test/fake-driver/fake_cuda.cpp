@@ -7,7 +7,8 @@
 // FAKE_CUDA_CAPACITY_MB (default 256), FAKE_CUDA_INIT_ERROR (a CUresult cuInit returns).
 // Switches (exported, for tests): fake_cuda_fail_next_allocs(n), fake_cuda_fail_next_event_queries(n),
 // fake_cuda_hold_stream(stream, held), fake_cuda_complete_stream(stream), fake_cuda_live_allocations(),
-// fake_cuda_live_host_allocations(), fake_cuda_driver_calls(), fake_cuda_foreign_context_calls().
+// fake_cuda_live_host_allocations(), fake_cuda_driver_calls(), fake_cuda_foreign_context_calls(),
+// fake_cuda_open_ipc_mappings(). Device memory and CUDA IPC are in fake_ipc.cpp.
 // This file holds devices and memory; streams and events are in fake_streams.cpp, modules
 // and kernels (CPU functions) in fake_kernels.cpp, their shared state in fake_state.h.
 #include <sys/mman.h>
@@ -84,6 +85,7 @@ FAKE CUresult cuInit(unsigned) {
   contexts.assign(static_cast<std::size_t>(device_count), Ctx{});
   for (int i = 0; i < device_count; ++i) contexts[static_cast<std::size_t>(i)] = Ctx{i, true};
   used.assign(static_cast<std::size_t>(device_count), 0);
+  fake::raise_descriptor_limit();
   initialized = true;
   return kSuccess;
 }
@@ -107,6 +109,7 @@ FAKE CUresult cuGetErrorName(CUresult r, const char** s) {
     case kNotReady: *s = "CUDA_ERROR_NOT_READY"; break;
     case kLaunchFailed: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
     case kInvalidImage: *s = "CUDA_ERROR_INVALID_IMAGE"; break;
+    case kInvalidContext: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
     case kNotFound: *s = "CUDA_ERROR_NOT_FOUND"; break;
     case kIllegalAddress: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
     default: *s = nullptr; return kInvalidValue;
@@ -227,7 +230,7 @@ FAKE CUresult cuMemAlloc_v2(unsigned long long* p, std::size_t size) {
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
   if (CUresult r = take_capacity(size); r != kSuccess) return r;
-  void* mem = std::aligned_alloc(512, (size + 511) / 512 * 512);
+  void* mem = fake::backing_alloc(size);
   if (mem == nullptr) {
     used[static_cast<std::size_t>(current_device)] -= size;
     return kOutOfMemory;
@@ -246,7 +249,7 @@ FAKE CUresult cuMemFree_v2(unsigned long long p) {
   if (it == allocations.end()) return kInvalidValue;
   used[static_cast<std::size_t>(it->second.first)] -= it->second.second;
   allocations.erase(it);
-  std::free(reinterpret_cast<void*>(p));
+  fake::backing_free(reinterpret_cast<void*>(p));
   return kSuccess;
 }
 
@@ -300,7 +303,7 @@ bool fake::inside(unsigned long long p, std::size_t n) {
     --it;
     if (p >= it->first && p + n <= it->first + it->second.second) return true;
   }
-  return mapped_span(p, n);
+  return mapped_span(p, n) || imported_span(p, n);
 }
 
 // Copies and fills run in stream order, like the driver's; the allocator waits for them.

@@ -16,7 +16,7 @@ namespace fake {
 using CUresult = int;
 constexpr CUresult kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kNotInitialized = 3, kInvalidImage = 200,
                    kNoDevice = 100, kInvalidDevice = 101, kInvalidHandle = 400, kNotFound = 500, kNotReady = 600,
-                   kIllegalAddress = 700, kLaunchFailed = 719;
+                   kIllegalAddress = 700, kLaunchFailed = 719, kInvalidContext = 201;
 
 struct Event;
 
@@ -74,6 +74,13 @@ std::uint64_t now_ns();
 // Every driver entry point counts itself (fake_cuda_driver_calls()), so a test can check that
 // a path makes no driver call at all (a cached allocation, for one).
 void count_call();
+// Device memory (fake_ipc.cpp): shared, memfd-backed pages a second process can map; the
+// caller holds `mu`.
+void* backing_alloc(std::size_t size);
+void backing_free(void* p);
+// Whether [p, p + n) lies in one mapping opened from another process.
+bool imported_span(unsigned long long p, std::size_t n);
+void raise_descriptor_limit();
 
 }  // namespace fake
 

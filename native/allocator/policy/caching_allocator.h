@@ -149,6 +149,23 @@ class DeviceCachingAllocator {
   // destroying it. InvalidArgumentError (ERR_CCA_INVALID_STREAM) unless it was adopted.
   void release_stream(StreamId stream);
 
+  // --- CUDA IPC (ipc.cpp) ---
+  struct IpcExport {
+    unsigned char handle[Device::kIpcHandleBytes];
+    std::uint64_t offset = 0;  // the allocation's place in the device allocation the handle names
+    std::uint64_t size = 0;    // its requested size
+  };
+  // A handle for the live allocation at `ptr`. InvalidPointerError unless it is one;
+  // InvalidArgumentError (ERR_CCA_IPC_UNSUPPORTED) for expandable segments, whose memory the
+  // legacy IPC handles cannot name, and where the device cannot share memory.
+  IpcExport export_ipc(DevicePtr ptr);
+  // Another process's allocation, mapped here: returns its address. Copies and launches may
+  // name its `size` bytes (on the default stream); it is never freed into the cache. The same
+  // handle opened again shares the mapping (counted).
+  DevicePtr open_ipc(const unsigned char* handle, std::uint64_t offset, std::uint64_t size);
+  // Undoes one open_ipc of the allocation at `ptr`; the last unmaps it.
+  void close_ipc(DevicePtr ptr);
+
   StreamId create_stream();
   void destroy_stream(StreamId stream);
   void synchronize_stream(StreamId stream);
@@ -299,7 +316,9 @@ class DeviceCachingAllocator {
   const PrivatePool& private_pool(std::uint32_t pool) const;  // throws for an unknown id
   void release_freeable_pools();
   // --- copies (copies.cpp) ---
-  const Block& live_range(DevicePtr base, std::uint64_t offset, std::uint64_t bytes, const char* what) const;
+  // Checks that [base + offset, + bytes) lies in a live allocation (or in memory mapped from
+  // another process); returns the stream work on it runs on.
+  StreamId live_range(DevicePtr base, std::uint64_t offset, std::uint64_t bytes, const char* what) const;
   CopyEngine& copy_engine(const char* what) const;
   void finish_copy(Status s, StreamId stream, const char* what);
 
@@ -320,6 +339,18 @@ class DeviceCachingAllocator {
   StreamEvents events_;
   std::unordered_set<StreamId> streams_;  // live streams created or adopted here (0 is always live)
   std::unordered_map<StreamId, int> adopted_;  // adopted streams and their adopt counts
+  struct Imported {
+    std::uint64_t bytes = 0;
+    DevicePtr mapping = 0;  // the device allocation mapped (the handle's), `base - offset`
+    int opens = 0;
+    std::string handle;     // the 64 bytes, the key of `mappings_`
+  };
+  std::unordered_map<DevicePtr, Imported> imported_;  // another process's allocations mapped here, by address
+  struct Mapping {
+    DevicePtr base = 0;
+    int users = 0;  // imported_ entries on it
+  };
+  std::unordered_map<std::string, Mapping> mappings_;  // one per handle opened
   bool fraction_set_ = false;
   double fraction_ = 1.0;
   std::size_t allowed_memory_maximum_ = 0;

@@ -11,22 +11,29 @@
 
 namespace cca {
 
-const Block& DeviceCachingAllocator::live_range(DevicePtr base, std::uint64_t offset, std::uint64_t bytes,
-                                                const char* what) const {
+StreamId DeviceCachingAllocator::live_range(DevicePtr base, std::uint64_t offset, std::uint64_t bytes,
+                                           const char* what) const {
   const Block* b = base == 0 ? nullptr : ledger_.find_allocated(base);
-  if (b == nullptr || b->state != BlockState::kAllocated) {
+  std::uint64_t size = 0;
+  StreamId stream = 0;
+  if (b != nullptr && b->state == BlockState::kAllocated) {
+    size = b->requested_size;
+    stream = b->stream;
+  } else if (auto it = imported_.find(base); base != 0 && it != imported_.end()) {
+    size = it->second.bytes;  // another process's memory, mapped here: the default stream's
+  } else {
     throw InvalidPointerError(std::string(what) + ": " + hex(base) + " is not a live allocation on device " +
                               std::to_string(device_.index()) +
                               " (freed already, or not from this allocator); use a buffer from cuda.alloc()");
   }
   // requested_size is what the caller asked for: the rounding beyond it is not theirs.
-  if (offset > b->requested_size || bytes > b->requested_size - offset) {
+  if (offset > size || bytes > size - offset) {
     throw InvalidArgumentError(std::string(what) + ": " + std::to_string(bytes) + " bytes at offset " +
                                    std::to_string(offset) + " lie outside the allocation at " + hex(base) + " of " +
-                                   std::to_string(b->requested_size) + " bytes; stay within the buffer's size",
+                                   std::to_string(size) + " bytes; stay within the buffer's size",
                                "ERR_CCA_OUT_OF_BOUNDS");
   }
-  return *b;
+  return stream;
 }
 
 CopyEngine& DeviceCachingAllocator::copy_engine(const char* what) const {
@@ -45,23 +52,23 @@ void DeviceCachingAllocator::finish_copy(Status s, StreamId stream, const char* 
 void DeviceCachingAllocator::copy_to_device(DevicePtr base, std::uint64_t offset, const void* src,
                                             std::uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  const Block& b = live_range(base, offset, bytes, "copy to device");
+  const StreamId stream = live_range(base, offset, bytes, "copy to device");
   if (bytes == 0) return;
-  finish_copy(copy_engine("copy to device").memcpy_htod(base + offset, src, bytes, b.stream), b.stream, "copy to device");
+  finish_copy(copy_engine("copy to device").memcpy_htod(base + offset, src, bytes, stream), stream, "copy to device");
 }
 
 void DeviceCachingAllocator::copy_to_host(void* dst, DevicePtr base, std::uint64_t offset, std::uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  const Block& b = live_range(base, offset, bytes, "copy to host");
+  const StreamId stream = live_range(base, offset, bytes, "copy to host");
   if (bytes == 0) return;
-  finish_copy(copy_engine("copy to host").memcpy_dtoh(dst, base + offset, bytes, b.stream), b.stream, "copy to host");
+  finish_copy(copy_engine("copy to host").memcpy_dtoh(dst, base + offset, bytes, stream), stream, "copy to host");
 }
 
 void DeviceCachingAllocator::fill(DevicePtr base, std::uint64_t offset, unsigned char value, std::uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  const Block& b = live_range(base, offset, bytes, "fill");
+  const StreamId stream = live_range(base, offset, bytes, "fill");
   if (bytes == 0) return;
-  finish_copy(copy_engine("fill").memset_d8(base + offset, value, bytes, b.stream), b.stream, "fill");
+  finish_copy(copy_engine("fill").memset_d8(base + offset, value, bytes, stream), stream, "fill");
 }
 
 void DeviceCachingAllocator::require_live_stream(StreamId stream) const {

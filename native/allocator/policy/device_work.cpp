@@ -15,8 +15,8 @@ void DeviceCachingAllocator::enqueue_on_buffers(StreamId stream, const BufferUse
   for (std::size_t i = 0; i < count; ++i) live_range(uses[i].base, uses[i].offset, uses[i].bytes, what);
   if (record) {
     for (std::size_t i = 0; i < count; ++i) {
-      const Block* block = ledger_.find_allocated(uses[i].base);
-      if (block->stream != stream) ledger_.stream_used(block, stream);
+      const Block* block = ledger_.find_allocated(uses[i].base);  // null for another process's memory
+      if (block != nullptr && block->stream != stream) ledger_.stream_used(block, stream);
     }
   }
   Status s = enqueue(context);

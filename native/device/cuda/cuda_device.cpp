@@ -1,6 +1,7 @@
 #include "cuda_device.h"
 
 #include <cstdio>
+#include <cstring>
 
 #include "../../common/errors.h"
 
@@ -101,6 +102,32 @@ Status CudaDevice::malloc(DevicePtr* out, std::size_t size) {
 Status CudaDevice::free(DevicePtr ptr) {
   CCA_CONTEXT();
   return check(api_.cuMemFree_v2(ptr), "cuMemFree");
+}
+
+Status CudaDevice::ipc_handle(DevicePtr base, unsigned char* out) {
+  if (!api_.cuIpcGetMemHandle) return check(cu::CUDA_ERROR_NOT_SUPPORTED, "cuIpcGetMemHandle (not in this driver)");
+  CCA_CONTEXT();
+  cu::CUipcMemHandle h{};
+  Status s = check(api_.cuIpcGetMemHandle(&h, base), "cuIpcGetMemHandle");
+  if (s == Status::kOk) std::memcpy(out, h.reserved, kIpcHandleBytes);
+  return s;
+}
+
+Status CudaDevice::ipc_open(const unsigned char* handle, DevicePtr* out) {
+  if (!api_.cuIpcOpenMemHandle_v2) return check(cu::CUDA_ERROR_NOT_SUPPORTED, "cuIpcOpenMemHandle (not in this driver)");
+  CCA_CONTEXT();
+  cu::CUipcMemHandle h{};
+  std::memcpy(h.reserved, handle, kIpcHandleBytes);
+  cu::CUdeviceptr p = 0;
+  Status s = check(api_.cuIpcOpenMemHandle_v2(&p, h, cu::kIpcLazyEnablePeerAccess), "cuIpcOpenMemHandle");
+  if (s == Status::kOk) *out = p;
+  return s;
+}
+
+Status CudaDevice::ipc_close(DevicePtr mapped) {
+  if (!api_.cuIpcCloseMemHandle) return check(cu::CUDA_ERROR_NOT_SUPPORTED, "cuIpcCloseMemHandle (not in this driver)");
+  CCA_CONTEXT();
+  return check(api_.cuIpcCloseMemHandle(mapped), "cuIpcCloseMemHandle");
 }
 
 Status CudaDevice::mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) {

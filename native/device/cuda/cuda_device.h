@@ -33,6 +33,9 @@ class CudaDevice final : public Device, public CopyEngine, public KernelEngine {
   Status memcpy_dtod(DevicePtr dst, DevicePtr src, std::size_t bytes, StreamId stream) override;
   Status host_alloc(void** out, std::size_t bytes) override;
   Status host_free(void* ptr) override;
+  Status ipc_handle(DevicePtr base, unsigned char* out) override;
+  Status ipc_open(const unsigned char* handle, DevicePtr* out) override;
+  Status ipc_close(DevicePtr mapped) override;
 
   std::size_t vmm_granularity() override;
   Status reserve_address(DevicePtr* out, std::size_t size) override;

@@ -9,6 +9,11 @@ using CUresult = int;
 using CUdevice = int;
 using CUdeviceptr = unsigned long long;
 using CUcontext = struct CUctx_st*;
+// CUDA IPC's handle: 64 opaque bytes, passed by value to cuIpcOpenMemHandle.
+struct CUipcMemHandle {
+  char reserved[64];
+};
+constexpr unsigned kIpcLazyEnablePeerAccess = 0x1;  // CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUmemGenericAllocationHandle = unsigned long long;
@@ -145,6 +150,9 @@ struct DriverApi {
   CUresult (*cuMemUnmap)(CUdeviceptr, std::size_t);
   CUresult (*cuMemSetAccess)(CUdeviceptr, std::size_t, const CUmemAccessDesc*, std::size_t);
   CUresult (*cuMemGetAllocationGranularity)(std::size_t*, const CUmemAllocationProp*, int);
+  CUresult (*cuIpcGetMemHandle)(CUipcMemHandle*, CUdeviceptr);
+  CUresult (*cuIpcOpenMemHandle_v2)(CUdeviceptr*, CUipcMemHandle, unsigned);
+  CUresult (*cuIpcCloseMemHandle)(CUdeviceptr);
 };
 
 }  // namespace cca::cu

@@ -66,6 +66,9 @@ DriverLibrary::DriverLibrary() {
   CCA_REQUIRED(cuFuncSetAttribute);
   CCA_REQUIRED(cuLaunchKernel);
   CCA_OPTIONAL(cuFuncGetParamInfo);
+  CCA_OPTIONAL(cuIpcGetMemHandle);
+  CCA_OPTIONAL(cuIpcOpenMemHandle_v2);
+  CCA_OPTIONAL(cuIpcCloseMemHandle);
   CCA_OPTIONAL(cuMemAllocAsync);
   CCA_OPTIONAL(cuMemFreeAsync);
   CCA_OPTIONAL(cuMemAddressReserve);
