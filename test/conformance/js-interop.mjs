@@ -13,6 +13,7 @@ import { buildConsumer } from '../interop/build-consumer.mjs';
 import { cuda, interop, memory, monitoring, Stream } from '../../dist/index.js';
 
 const simulated = cuda.runtimeInfo().backend === 'sim';
+const fake = !simulated && cuda.deviceName(0).startsWith('Fake CUDA');
 const driverPath = process.env.CCA_LIBCUDA_PATH || 'libcuda.so.1';
 const dir = process.env.CCA_CONSUMER_DIR || mkdtempSync(join(tmpdir(), 'cca-consumer-'));
 const consumer = createRequire(import.meta.url)(buildConsumer(interop.includeDir, dir));
@@ -190,7 +191,9 @@ if (simulated) {
     ok(consumer.release(0, stream));
     assert.equal(consumer.malloc(c, 0, 4096n, stream).status, 'CCA_ERR_INVALID_STREAM');
     assert.equal(consumer.driverStreamDestroy(stream), true);  // released, not destroyed: the consumer's to destroy
-    assert.equal(consumer.adopt(0, stream).status, 'CCA_ERR_INVALID_STREAM');
+    // The fake driver knows a destroyed stream; a real one cannot tell (the handle dangles,
+    // and using it is undefined behaviour, a crash on the H200), so adopt only live streams.
+    if (fake) assert.equal(consumer.adopt(0, stream).status, 'CCA_ERR_INVALID_STREAM');
     consumer.close(c);
   }]);
   cases.push(['another library\'s context current: the allocator works in the primary one and leaves it', () => {

@@ -75,8 +75,9 @@ void DeviceCachingAllocator::adopt_stream(StreamId stream) {
                                    ": it is usable without adopting it",
                                "ERR_CCA_INVALID_STREAM");
   }
-  // The device must know it: a handle it refuses (destroyed, of another device, or not a
-  // stream at all) is refused here, never guessed at later.
+  // The device must know it: a handle it refuses (of another device, or not a stream) is
+  // refused here, never guessed at later. A destroyed stream's handle dangles: a real driver
+  // cannot tell, so the contract is to adopt only live streams (docs/interop.md).
   const Status s = device_.stream_query(stream);
   if (s != Status::kOk && s != Status::kNotReady) {
     throw InvalidArgumentError("stream " + hex(stream) + " is not a stream of device " + std::to_string(device_.index()) +
