@@ -47,6 +47,7 @@ step mlp_viz.txt 60 python3 -c "import pickle, sys; from torch.cuda import _memo
 step js_interop.txt 180 env CCA_DEVICE=cuda CCA_CONSUMER_DIR="$(mktemp -d)" node test/conformance/js-interop.mjs
 # CUDA IPC: this process exports, a forked child maps, reads, writes, runs a kernel, closes.
 step js_ipc.txt 180 env CCA_DEVICE=cuda node test/conformance/js-ipc.mjs
+step ipc_example.txt 60 env CCA_DEVICE=cuda node examples/ipc-share.mjs
 step interop_example.txt 60 env CCA_DEVICE=cuda node examples/interop.mjs
 step interop_bench.txt 120 env CCA_DEVICE=cuda ./build-tests/cca_interop_bench
 step gpu_bench.txt 120 ./build-tests/cca_gpu_bench

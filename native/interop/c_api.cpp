@@ -75,8 +75,8 @@ cca_status api_malloc(cca_client* client, int device, std::size_t size, cca_stre
   if (out == nullptr) return fail(CCA_ERR_INVALID_ARGUMENT, "malloc: `out` is NULL");
   return guarded([&] {
     DeviceCachingAllocator& a = client->runtime->allocator(device);
-    *out = a.malloc(size, stream, client->owner, CallContext{0, client->tag},
-                    size == 0 ? nullptr : &client->counters[static_cast<std::size_t>(device)]);
+    *out = a.malloc_counted(size, stream, client->owner, CallContext{0, client->tag},
+                            client->counters[static_cast<std::size_t>(device)]);
   });
 }
 

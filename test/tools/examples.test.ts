@@ -42,3 +42,15 @@ describe('examples/interop.mjs', () => {
     expect(out).toMatch(/live allocations now: 0/);
   });
 });
+
+describe.skipIf(!existsSync(FAKE))('examples/ipc-share.mjs', () => {
+  it('shares a buffer with a forked worker over CUDA IPC on the fake driver, both ways', () => {
+    const out = execFileSync(process.execPath, [fileURLToPath(new URL('../../examples/ipc-share.mjs', import.meta.url))], {
+      encoding: 'utf8',
+      env: { ...process.env, CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE },
+    });
+    expect(out).toMatch(/mapped 1048576 bytes, first words 0,1,2,3, last 262143/);
+    expect(out).toMatch(/the worker wrote 0xc0ffee/);
+    expect(out).toMatch(/loader: freed; 0 allocations live/);
+  });
+});

@@ -63,8 +63,11 @@ CCA_HOT void DeviceCachingAllocator::check_stream(StreamId stream) const {
   }
 }
 
-CCA_HOT DevicePtr DeviceCachingAllocator::malloc(std::uint64_t size, StreamId stream, std::uint32_t owner, CallContext ctx,
-                                                 OwnerCounters* counters) {
+// The malloc both entry points share; `counted` runs under the lock once the block is handed
+// out. A template, so the JS path's instantiation (an empty `counted`) is the code it was.
+template <class Counted>
+CCA_HOT DevicePtr DeviceCachingAllocator::malloc_with(std::uint64_t size, StreamId stream, std::uint32_t owner,
+                                                      CallContext ctx, Counted&& counted) {
   if (size == 0) return 0;
   if (size >= kOneExaByte) {
     OutOfMemoryInfo info;
@@ -95,9 +98,18 @@ CCA_HOT DevicePtr DeviceCachingAllocator::malloc(std::uint64_t size, StreamId st
   }
   if (!found) throw_oom(p, lock);
   const DevicePtr ptr = hand_out(p, owner)->ptr;
-  if (counters != nullptr) counters->on_malloc(size);
+  counted(size);
   check_after_operation();
   return ptr;
+}
+
+CCA_HOT DevicePtr DeviceCachingAllocator::malloc(std::uint64_t size, StreamId stream, std::uint32_t owner, CallContext ctx) {
+  return malloc_with(size, stream, owner, ctx, [](std::uint64_t) {});
+}
+
+DevicePtr DeviceCachingAllocator::malloc_counted(std::uint64_t size, StreamId stream, std::uint32_t owner, CallContext ctx,
+                                                 OwnerCounters& counters) {
+  return malloc_with(size, stream, owner, ctx, [&counters](std::uint64_t n) { counters.on_malloc(n); });
 }
 
 DeviceCachingAllocator::AllocParams DeviceCachingAllocator::request_for(std::uint64_t size, StreamId stream,

@@ -64,9 +64,10 @@ class DeviceCachingAllocator {
   // Returns size bytes usable on `stream` (0 for size 0). Throws InvalidArgumentError for
   // an unknown stream, OutOfMemoryError when even an empty cache cannot satisfy it (and
   // for 1 EiB or more, before touching any state), DeviceError on other device failures.
-  // `counters`, when given, count the allocation under the lock (a C client's figures).
-  DevicePtr malloc(std::uint64_t size, StreamId stream, std::uint32_t owner = 0, CallContext ctx = {},
-                   OwnerCounters* counters = nullptr);
+  DevicePtr malloc(std::uint64_t size, StreamId stream, std::uint32_t owner = 0, CallContext ctx = {});
+  // The same, counting the allocation in `counters` under the lock (a C client's figures).
+  DevicePtr malloc_counted(std::uint64_t size, StreamId stream, std::uint32_t owner, CallContext ctx,
+                           OwnerCounters& counters);
   // Frees a pointer from malloc. Throws InvalidPointerError for anything else (a foreign
   // pointer, an interior pointer, a double free), changing nothing.
   void free(DevicePtr ptr, CallContext ctx = {});
@@ -254,6 +255,8 @@ class DeviceCachingAllocator {
   };
 
   // --- the malloc fallback chain (caching_allocator.cpp) ---
+  template <class Counted>
+  DevicePtr malloc_with(std::uint64_t size, StreamId stream, std::uint32_t owner, CallContext ctx, Counted&& counted);
   void check_stream(StreamId stream) const;
   // The pool a rounded request goes to: the thread's routed MemPool, else the default one.
   const BlockPool& pool_for(std::size_t rounded) const {
