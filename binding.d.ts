@@ -129,21 +129,19 @@ export interface NativeBinding {
   alloc(device: number, size: number, stream: number, stackId?: number, tagId?: number): number;
   free(device: number, ptr: number, stackId?: number): void;
   recordStream(device: number, ptr: number, stream: number): void;
-  /** The cached block alloc(size, stream) in pool n (0: default) would be served from now, or null; changes nothing. */
-  cachedBlockFor(device: number, size: number, stream: number, pool: number): { ptr: number; size: number } | null;
+  /**
+   * What alloc(size, stream) in pool n (0: default) would do now, changing nothing: the cached
+   * block it would be served from (null: none, and then the rest), whether a memory fraction
+   * is set (size 0 asks only that), whether it would give back cached memory before asking
+   * the device, and with max_split_size the oversize segments it would release had its
+   * device malloc failed, and whether it would then retry.
+   */
+  planMalloc(device: number, size: number, stream: number, pool: number): {
+    cached: { ptr: number; size: number } | null; limited: boolean; limitReleases: boolean;
+    oversizeSizes: number[]; oversizeRetries: boolean;
+  };
   /** Gives back a segment placed by placeSegment that holds nothing. */
   unplaceSegment(device: number, base: number): void;
-  /**
-   * With max_split_size set: the sizes of the cached oversize segments alloc(size, stream) in
-   * pool n would release, had its device malloc failed, and whether it would then retry.
-   */
-  oversizeReleaseFor(device: number, size: number, stream: number, pool: number): { sizes: number[]; retries: boolean };
-  /**
-   * With a memory fraction set (`limited`): whether alloc(size, stream) in pool n would give
-   * back cached memory before asking the device (garbage collection due, or the fraction
-   * refusing a new segment). Size 0 asks only whether a fraction is set.
-   */
-  limitReleaseFor(device: number, size: number, stream: number, pool: number): { limited: boolean; releases: boolean };
   /** An empty call shaped like alloc, for benchmark baselines. */
   noop(device: number, size: number): number;
 

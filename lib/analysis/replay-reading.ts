@@ -38,7 +38,7 @@ export function startsCacheRelease(trace: readonly TraceEntry[], i: number): boo
  * take the blocks those frees gave back, which the recorded request never saw (its cached
  * search came before them). The same entries also follow an empty_cache() and then a request
  * that needed a new segment; the replay tells them apart when it gets there: if our cache
- * would serve the request then (native cachedBlockFor), the recorded request's search cannot
+ * would serve the request then (native planMalloc), the recorded request's search cannot
  * have failed, so it was not this. Otherwise the frees are replayed as frees left pending on
  * a held stream, the run of segment frees is not replayed as empty_cache(), and when the
  * recording released something the request's first device malloc fails, so that our own
@@ -120,7 +120,7 @@ export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string,
  * With max_split_size_mb, how many device mallocs of the request failed in the recording,
  * read from its release and what our request would release first (`first`: the oversize
  * segments, largest first or one that fits, and whether it then retries; native
- * oversizeReleaseFor). With nothing to release first, one failure: our request then releases
+ * planMalloc). With nothing to release first, one failure: our request then releases
  * everything, as the recording did. Otherwise the recorded release must begin with exactly
  * those segments (of the request's stream and pool), or it was not this request's: an
  * empty_cache() before it (null). It failed twice when it retried after them and still

@@ -136,7 +136,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
       }
       if (firstSegment && firstBase !== 0) {
         const first = trace[0]!;
-        const taken = native.cachedBlockFor(0, first.size, streamFor(first.stream)?.handle ?? 0, poolIdFor(first.pool_id?.[1] ?? 0));
+        const taken = native.planMalloc(0, first.size, streamFor(first.stream)?.handle ?? 0, poolIdFor(first.pool_id?.[1] ?? 0)).cached;
         if (taken?.ptr !== firstBase) {
           native.unplaceSegment(0, firstBase);
           lost = lostSegmentAlloc(firstSegment, first);
@@ -178,7 +178,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     const maxSplit = typeof active.max_split_size === 'number' && active.max_split_size > 0;
     // With a memory fraction the limit, not the device, refuses new segments: our requests
     // meet it by themselves (and collect garbage, with a threshold), so nothing is injected.
-    const limited = native.limitReleaseFor(0, 0, 0, 0).limited;  // size 0 asks only: is a memory fraction set?
+    const limited = native.planMalloc(0, 0, 0, 0).limited;  // size 0 asks only: is a memory fraction set?
     const collects = limited && typeof active.garbage_collection_threshold === 'number' && active.garbage_collection_threshold > 0;
     const candidates = releasesInRequests(trace, freeAt, active.expandable_segments === true, maxSplit || collects);
     // The frees, release runs and device malloc failures (by request) of releases inside requests.
@@ -255,9 +255,10 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
         // With max_split_size_mb it is decided at the release itself (below); until then the
         // frees before it are the request's.
         const atRelease = maxSplit && !limited && candidate.runs.length > 0 && poolId >= 0;
+        const plan = !atRelease && poolId >= 0 ? native.planMalloc(0, r.size, handle, poolId) : null;
         const failures = atRelease ? 0
-          : poolId >= 0 && native.cachedBlockFor(0, r.size, handle, poolId) !== null ? null
-          : limited ? (poolId >= 0 && native.limitReleaseFor(0, r.size, handle, poolId).releases ? 0 : null)
+          : plan?.cached ? null
+          : limited ? (plan?.limitReleases ? 0 : null)
           : candidate.runs.length === 0 ? 0 : 1;
         if (failures !== null) {
           if (candidate.mappedBefore > 0) inRequest.failAfter.set(candidate.request, candidate.mappedBefore);
@@ -278,7 +279,6 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
         // request's, may instead have completed before the request looked (its first step
         // completes finished frees): the reading that fits is taken, that one first.
         const { candidate, r, handle, poolId, before } = pending;
-        const served = (): boolean => native.cachedBlockFor(0, r.size, handle, poolId) !== null;
         // Releasing nothing first, the request would synchronize and release every free
         // segment of the default pools, those the pending frees empty too.
         const releasesAllFree = (): boolean => {
@@ -289,8 +289,9 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
           return isReleaseOfAll(trace, i, free);
         };
         const reading = (): number | null => {
-          if (served()) return null;
-          const first = native.oversizeReleaseFor(0, r.size, handle, poolId);
+          const plan = native.planMalloc(0, r.size, handle, poolId);
+          if (plan.cached) return null;
+          const first = { sizes: plan.oversizeSizes, retries: plan.oversizeRetries };
           const n = failedMallocs(trace, candidate, first);
           return n !== null && first.sizes.length === 0 && pendingInRequest > 0 && !releasesAllFree() ? null : n;
         };

@@ -68,15 +68,29 @@ Napi::Value SizePolicy(const Napi::CallbackInfo& info) {
   return o;
 }
 
-// cachedBlockFor(device, size, stream, pool) -> { ptr, size } | null; no state changes.
-Napi::Value CachedBlockFor(const Napi::CallbackInfo& info) {
+// planMalloc(device, size, stream, pool) -> { cached: { ptr, size } | null, limited,
+// limitReleases, oversizeSizes, oversizeRetries }: what malloc would do now; no state changes.
+Napi::Value PlanMalloc(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const Request q = request_arg(info);
-  const auto b = q.allocator.cached_block_for(q.size, q.stream, q.pool);
-  if (!b) return env.Null();
+  const DeviceCachingAllocator::MallocPlan plan = q.allocator.plan_malloc(q.size, q.stream, q.pool);
   Napi::Object o = Napi::Object::New(env);
-  o.Set("ptr", static_cast<double>(b->ptr));
-  o.Set("size", static_cast<double>(b->size));
+  if (plan.cached) {
+    Napi::Object c = Napi::Object::New(env);
+    c.Set("ptr", static_cast<double>(plan.cached->ptr));
+    c.Set("size", static_cast<double>(plan.cached->size));
+    o.Set("cached", c);
+  } else {
+    o.Set("cached", env.Null());
+  }
+  o.Set("limited", plan.limited);
+  o.Set("limitReleases", plan.limit_releases);
+  Napi::Array sizes = Napi::Array::New(env, plan.oversize_sizes.size());
+  for (std::size_t i = 0; i < plan.oversize_sizes.size(); ++i) {
+    sizes.Set(static_cast<std::uint32_t>(i), static_cast<double>(plan.oversize_sizes[i]));
+  }
+  o.Set("oversizeSizes", sizes);
+  o.Set("oversizeRetries", plan.oversize_retries);
   return o;
 }
 
@@ -87,39 +101,13 @@ Napi::Value UnplaceSegment(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// oversizeReleaseFor(device, size, stream, pool) -> { sizes, retries }; no state changes.
-Napi::Value OversizeReleaseFor(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  const Request q = request_arg(info);
-  const DeviceCachingAllocator::OversizeRelease r = q.allocator.oversize_release_for(q.size, q.stream, q.pool);
-  Napi::Array sizes = Napi::Array::New(env, r.sizes.size());
-  for (std::size_t i = 0; i < r.sizes.size(); ++i) sizes.Set(static_cast<std::uint32_t>(i), static_cast<double>(r.sizes[i]));
-  Napi::Object o = Napi::Object::New(env);
-  o.Set("sizes", sizes);
-  o.Set("retries", r.retries);
-  return o;
-}
-
-// limitReleaseFor(device, size, stream, pool) -> { limited, releases }; no state changes.
-Napi::Value LimitReleaseFor(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  const Request q = request_arg(info);
-  const DeviceCachingAllocator::LimitRelease r = q.allocator.limit_release_for(q.size, q.stream, q.pool);
-  Napi::Object o = Napi::Object::New(env);
-  o.Set("limited", r.limited);
-  o.Set("releases", r.releases);
-  return o;
-}
-
 }  // namespace
 
 void register_replay_functions(Napi::Env env, Napi::Object exports) {
   export_function<PlaceSegment>(env, exports, "placeSegment");
   export_function<SizePolicy>(env, exports, "sizePolicy");
-  export_function<CachedBlockFor>(env, exports, "cachedBlockFor");
+  export_function<PlanMalloc>(env, exports, "planMalloc");
   export_function<UnplaceSegment>(env, exports, "unplaceSegment");
-  export_function<OversizeReleaseFor>(env, exports, "oversizeReleaseFor");
-  export_function<LimitReleaseFor>(env, exports, "limitReleaseFor");
 }
 
 }  // namespace cca::binding

@@ -128,18 +128,22 @@ TEST(replays_questions_about_a_request_change_nothing) {
   a.free(other);
   const std::vector<double> before = f.all_stats();
   // Best fit, within the oversize rules: a 20 MiB request takes the 24 MiB block, never an oversize one.
-  CHECK(a.cached_block_for(20 * MiB, 0, 0).has_value());
-  CHECK_EQ(a.cached_block_for(20 * MiB, 0, 0)->ptr, small_one);
-  CHECK_EQ(a.cached_block_for(45 * MiB, 0, 0)->ptr, other);
-  CHECK(!a.cached_block_for(100 * MiB, 0, 0).has_value());
-  // Before a retry: the oversize segment that fits, or the largest ones until enough.
-  const auto fits = a.oversize_release_for(55 * MiB, 0, 0);
-  CHECK(fits.sizes == std::vector<std::size_t>({60 * MiB}));
-  CHECK(fits.retries);
-  const auto largest = a.oversize_release_for(100 * MiB, 0, 0);
-  CHECK(largest.sizes == std::vector<std::size_t>({60 * MiB, 50 * MiB}));
-  CHECK(largest.retries);
-  CHECK(a.oversize_release_for(200 * MiB, 0, 0).retries == false);
+  CHECK(a.plan_malloc(20 * MiB, 0, 0).cached.has_value());
+  CHECK_EQ(a.plan_malloc(20 * MiB, 0, 0).cached->ptr, small_one);
+  CHECK_EQ(a.plan_malloc(45 * MiB, 0, 0).cached->ptr, other);
+  CHECK(!a.plan_malloc(100 * MiB, 0, 0).cached.has_value());
+  // A cached block ends the dry run, as it ends malloc's chain: nothing after it is asked.
+  CHECK(a.plan_malloc(45 * MiB, 0, 0).oversize_sizes.empty());
+  // With none cached, before a retry: the oversize segment that fits, or the largest ones until enough.
+  const auto fits = a.plan_malloc(61 * MiB, 0, 0);
+  CHECK(!fits.cached.has_value());
+  CHECK(fits.oversize_sizes == std::vector<std::size_t>({60 * MiB, 50 * MiB}));
+  CHECK(fits.oversize_retries);
+  const auto largest = a.plan_malloc(100 * MiB, 0, 0);
+  CHECK(largest.oversize_sizes == std::vector<std::size_t>({60 * MiB, 50 * MiB}));
+  CHECK(largest.oversize_retries);
+  CHECK(a.plan_malloc(200 * MiB, 0, 0).oversize_retries == false);
+  CHECK(!a.plan_malloc(100 * MiB, 0, 0).limited);
   CHECK(f.all_stats() == before);
   CHECK_VALID(a);
 }

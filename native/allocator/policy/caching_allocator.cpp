@@ -112,55 +112,6 @@ DevicePtr DeviceCachingAllocator::malloc_counted(std::uint64_t size, StreamId st
   return malloc_with(size, stream, owner, ctx, [&counters](std::uint64_t n) { counters.on_malloc(n); });
 }
 
-DeviceCachingAllocator::AllocParams DeviceCachingAllocator::request_for(std::uint64_t size, StreamId stream,
-                                                                       std::uint32_t pool) const {
-  check_stream(stream);
-  AllocParams p;
-  p.requested = size;
-  p.size = round_size(static_cast<std::size_t>(size), config_);
-  p.stream = stream;
-  p.pool = &pool_of(pool == 0 ? nullptr : &private_pool(pool), is_small_request(p.size));
-  p.alloc_size = allocation_size(p.size, config_);
-  return p;
-}
-
-std::optional<DeviceCachingAllocator::CachedBlock> DeviceCachingAllocator::cached_block_for(std::uint64_t size,
-                                                                                          StreamId stream,
-                                                                                          std::uint32_t pool) const {
-  if (size == 0 || size >= kOneExaByte) return std::nullopt;
-  std::lock_guard<std::mutex> lock(mu_);
-  const AllocParams p = request_for(size, stream, pool);
-  const Block* b = best_cached_block(*p.pool, p.stream, p.size, config_);
-  if (b == nullptr) return std::nullopt;
-  return CachedBlock{b->ptr, b->size};
-}
-
-DeviceCachingAllocator::OversizeRelease DeviceCachingAllocator::oversize_release_for(std::uint64_t size, StreamId stream,
-                                                                                    std::uint32_t pool) const {
-  OversizeRelease out;
-  if (size == 0 || size >= kOneExaByte) return out;
-  std::lock_guard<std::mutex> lock(mu_);
-  const AvailableRelease r = available_cached_blocks(request_for(size, stream, pool));
-  for (const Block* b : r.blocks) out.sizes.push_back(b->size);
-  out.retries = r.enough;
-  return out;
-}
-
-DeviceCachingAllocator::LimitRelease DeviceCachingAllocator::limit_release_for(std::uint64_t size, StreamId stream,
-                                                                              std::uint32_t pool) const {
-  LimitRelease out;
-  std::lock_guard<std::mutex> lock(mu_);
-  check_stream(stream);
-  out.limited = fraction_set_;
-  if (!fraction_set_ || size == 0 || size >= kOneExaByte) return out;
-  const AllocParams p = request_for(size, stream, pool);
-  if (best_cached_block(*p.pool, p.stream, p.size, config_) != nullptr) return out;
-  bool collectable = false;
-  for (const Block* b : ledger_.default_pool(false).in_order()) collectable |= !b->is_split() && !b->expandable;
-  const bool collects = gc_enabled() && total_reserved() > gc_threshold_bytes() && collectable;
-  out.releases = collects || over_memory_fraction(p.alloc_size);
-  return out;
-}
 
 CCA_HOT bool DeviceCachingAllocator::get_free_block(AllocParams& p) {
   if (gc_enabled()) ledger_.free_block_searched(*p.pool);

@@ -77,34 +77,28 @@ class DeviceCachingAllocator {
   void copy_to_device(DevicePtr base, std::uint64_t offset, const void* src, std::uint64_t bytes);
   void copy_to_host(void* dst, DevicePtr base, std::uint64_t offset, std::uint64_t bytes);
   void fill(DevicePtr base, std::uint64_t offset, unsigned char value, std::uint64_t bytes);
-  // The cached block malloc(size, stream) routed to `pool` (0: the default pools) would be
-  // served from now, or nullopt, changing nothing: replay asks it to tell a release inside a
-  // request (whose cached search failed first) from an empty_cache() between requests, and
-  // whether a history's first allocation could have reused a segment of the start.
-  struct CachedBlock {
-    DevicePtr ptr = 0;
-    std::size_t size = 0;
-  };
-  std::optional<CachedBlock> cached_block_for(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
-  // With max_split_size set, the sizes of the cached oversize segments that malloc(size,
-  // stream) routed to `pool` would release before retrying, had its device malloc failed,
-  // and whether it would then retry; changing nothing. Replay compares them with a recorded
-  // release to tell one inside a request from an empty_cache() before it.
-  struct OversizeRelease {
-    std::vector<std::size_t> sizes;
-    bool retries = false;
-  };
-  OversizeRelease oversize_release_for(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
-  // With a memory fraction set (`limited`), whether malloc(size, stream) routed to `pool` would
-  // give back cached memory before it asks the device (`releases`): no cached block fits, and
-  // garbage collection is due or the fraction refuses a new segment. Changing nothing: replay
-  // asks it where the recording released memory before a request, since there our own
-  // request then releases by itself, as the recording's did.
-  struct LimitRelease {
+  // What malloc(size, stream) routed to `pool` (0: the default pools) would do now, changing
+  // nothing (malloc_plan.cpp): a dry run of its chain, for replay, which asks it to tell a
+  // release inside a recorded request from an empty_cache() between requests, and whether a
+  // history's first allocation could have reused a segment of the start.
+  struct MallocPlan {
+    // The cached block it would be served from; with one, the chain stops there.
+    struct Cached {
+      DevicePtr ptr = 0;
+      std::size_t size = 0;
+    };
+    std::optional<Cached> cached;
+    // A memory fraction is set (answered even for size 0).
     bool limited = false;
-    bool releases = false;
+    // With none cached and a fraction set: it would give back cached memory before asking the
+    // device (garbage collection due, or the fraction refuses a new segment).
+    bool limit_releases = false;
+    // With none cached and max_split_size set: the cached oversize segments it would release
+    // had its device malloc failed, and whether it would then retry.
+    std::vector<std::size_t> oversize_sizes;
+    bool oversize_retries = false;
   };
-  LimitRelease limit_release_for(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
+  MallocPlan plan_malloc(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
   // Replay of a history that began on a warm cache (placement.cpp): a new segment of `size`
   // bytes in `pool` (0: the default pools; `small`: the small pool), laid out as recorded:
   // `live` (sorted, disjoint, 512-byte aligned, inside it) handed out to `owner` and the gaps
@@ -271,8 +265,8 @@ class DeviceCachingAllocator {
     return small ? p->small : p->large;
   }
   bool get_free_block(AllocParams& p);
-  // A request as malloc would make it (rounded, in `pool` or the default pools), for the
-  // read-only questions replay asks; the caller holds the lock.
+  // A request as malloc would make it (rounded, in `pool` or the default pools), for replay's
+  // dry run (malloc_plan.cpp); the caller holds the lock and checked the stream.
   AllocParams request_for(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
   bool trigger_free_memory_callbacks(std::unique_lock<std::mutex>& lock);
   bool alloc_block(AllocParams& p, bool is_retry);
