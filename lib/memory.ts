@@ -265,3 +265,8 @@ export async function _dump_snapshot(filename = 'dump_snapshot.pickle', options?
   const snap = fullSnapshot({ lazyTraces: true });
   return writeSnapshotFile(snap, filename, o.format ?? formatFor(filename));
 }
+
+/** PyTorch's name for the allocator in use: always `'native'` (the caching allocator). */
+export function get_allocator_backend(): 'native' {
+  return 'native';
+}

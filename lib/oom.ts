@@ -11,7 +11,8 @@ export interface OutOfMemoryEvent extends OutOfMemoryDetails {
 }
 
 const callbacks = new Set<(e: OutOfMemoryEvent) => void>();
-let dumpPath: string | null = null;
+// CCA_OOM_SNAPSHOT turns the dump on without code changes, as dumpSnapshotOnOutOfMemory would.
+let dumpPath: string | null = process.env.CCA_OOM_SNAPSHOT || null;
 
 /** Calls `callback` at every out-of-memory error (before it is thrown). Returns an unsubscribe function. */
 export function onOutOfMemory(callback: (e: OutOfMemoryEvent) => void): () => void {
@@ -22,7 +23,8 @@ export function onOutOfMemory(callback: (e: OutOfMemoryEvent) => void): () => vo
 
 /**
  * Writes a snapshot (with history, if recording) to `path` at every out-of-memory error;
- * `{pid}` and `{time}` in the path are replaced. `null` turns it off.
+ * `{pid}` and `{time}` in the path are replaced. `null` turns it off. The environment
+ * variable `CCA_OOM_SNAPSHOT` sets a path at start, for programs that cannot be changed.
  */
 export function dumpSnapshotOnOutOfMemory(path: string | null): void {
   if (path !== null) {

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -258,6 +259,20 @@ describe('snapshots', () => {
     expect(oom.device_free).toBe(64 * MiB);
     expect(oom.addr).toBeUndefined();
     expect(oom.size).toBe(100 * MiB);
+  });
+
+  it('CCA_OOM_SNAPSHOT turns the dump on without code changes', () => {
+    const dir = tempDir('cca-oom-env-');
+    const script = `import { cuda, memory } from ${JSON.stringify(new URL('../../dist/index.js', import.meta.url).href)};
+      try { cuda.alloc(100 * 2 ** 20); } catch (e) { console.log(e.snapshotPath); }
+      console.log(memory.get_allocator_backend());`;
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8', env: { ...process.env, CCA_DEVICE: 'sim', CCA_SIM_CAPACITY_MB: '64', CCA_OOM_SNAPSHOT: join(dir, 'oom-{pid}.pickle') },
+    }).trim().split('\n');
+    expect(out[0]).toMatch(/oom-\d+\.pickle$/);
+    expect(existsSync(out[0]!)).toBe(true);
+    expect(loadSnapshot(out[0]!).device_traces[0]!.some((e) => e.action === 'oom')).toBe(false);  // history was off
+    expect(out[1]).toBe('native');
   });
 
   it('throwing or invalid hooks never hide the OOM', () => {

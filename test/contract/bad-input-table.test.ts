@@ -361,7 +361,7 @@ describe('every public function refuses every wrong value, with a code, changing
       'memory.max_memory_cached', 'memory.memory_cached', 'monitoring.readSamples', 'monitoring.otelName',
       'memory.host_memory_stats', 'memory.host_memory_stats_as_nested_dict', 'memory.reset_peak_host_memory_stats',
       'memory.reset_accumulated_host_memory_stats', 'memory.empty_host_cache', 'cuda.HostBuffer', 'compute.compilerInfo',
-      'compute.Module', 'compute.Kernel', 'compute.Event', 'compute.BufferView', 'cuda.ipc_collect', 'interop.allocatorApi']);
+      'compute.Module', 'compute.Kernel', 'compute.Event', 'compute.BufferView', 'cuda.ipc_collect', 'interop.allocatorApi', 'memory.get_allocator_backend']);
     const missing: string[] = [];
     for (const [mod, ns] of [['memory', memory], ['cuda', cuda], ['analysis', analysis], ['monitoring', monitoring], ['compute', compute], ['interop', interop]] as const) {
       for (const [k, v] of Object.entries(ns)) {
