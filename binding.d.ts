@@ -201,8 +201,6 @@ export interface NativeBinding {
     strides: number[] | null, byteOffset: number): bigint;
   /** JS lets go of an exported allocation: true when freed now (no tensor out). */
   releaseExported(device: number, base: number): boolean;
-  /** DLPack tensors still out for the allocation at `base`. */
-  exportedTensors(device: number, base: number): number;
   /** CUDA IPC: the bytes another process opens for the allocation at `base`. */
   ipcHandle(device: number, base: number): Uint8Array;
   /** Maps another process's allocation; counted in the exporter until closeIpc. */

@@ -62,8 +62,11 @@ export class DeviceBuffer {
   /** The stream the memory was allocated on: reuse is ordered on it. */
   readonly stream: Stream;
   #freed = false;
-  #exported = false;  // toDLPack or ipcHandle was called: free() may leave the freeing to them
-  readonly #imported: boolean;  // another process's memory (cuda.openIpcHandle): free() unmaps it
+  // Ours and never lent out (the usual case: free() is one check away from the allocator),
+  // lent by toDLPack or ipcHandle (free() may leave the freeing to the borrowers), or another
+  // process's memory from cuda.openIpcHandle (free() unmaps it). Lent and imported exclude
+  // each other: an imported buffer cannot be lent.
+  #holding: 'own' | 'lent' | 'imported';
   readonly #generation: number;
 
   /** @internal Buffers come from cuda.alloc(); this constructor throws for anyone else. */
@@ -77,12 +80,12 @@ export class DeviceBuffer {
     this.device = stream.device;
     this.stream = stream;
     this.#generation = gen;
-    this.#imported = imported;
+    this.#holding = imported ? 'imported' : 'own';
   }
 
   /** True for another process's buffer opened with cuda.openIpcHandle(): free() unmaps it. */
   get imported(): boolean {
-    return this.#imported;
+    return this.#holding === 'imported';
   }
 
   /** True once freed. */
@@ -97,9 +100,10 @@ export class DeviceBuffer {
    */
   free(): void {
     DeviceBuffer.#assertLive(this, 'free');
-    if (this.#imported) native.closeIpc(this.device, this.ptr);
-    else if (this.#exported) native.releaseExported(this.device, this.ptr);
-    else if (this.ptr !== 0) {
+    if (this.#holding !== 'own') {
+      if (this.#holding === 'imported') native.closeIpc(this.device, this.ptr);
+      else native.releaseExported(this.device, this.ptr);
+    } else if (this.ptr !== 0) {
       // With context 'all', frees carry the stack of the free site.
       if (capture.level === 3 && sampleStack()) native.free(this.device, this.ptr, stacks.capture(DeviceBuffer.prototype.free));
       else native.free(this.device, this.ptr);
@@ -117,13 +121,13 @@ export class DeviceBuffer {
    */
   ipcHandle(): Uint8Array {
     DeviceBuffer.#assertLive(this, 'ipcHandle');
-    if (this.#imported) {
+    if (this.#holding === 'imported') {
       throw new InvalidArgumentError('ipcHandle: this buffer is another process\'s (opened with cuda.openIpcHandle); ' +
         'pass on the handle it came from instead', 'ERR_CCA_IPC_UNSUPPORTED');
     }
     if (this.ptr === 0) throw new InvalidArgumentError('ipcHandle: a 0-byte buffer has no memory to share', 'ERR_CCA_OUT_OF_BOUNDS');
     const handle = native.ipcHandle(this.device, this.ptr);
-    this.#exported = true;
+    this.#holding = 'lent';
     return handle;
   }
 
@@ -141,7 +145,7 @@ export class DeviceBuffer {
     DeviceBuffer.#assertLive(this, 'toDLPack');
     if (this.ptr === 0) throw new InvalidArgumentError('toDLPack: a 0-byte buffer has no memory to export', 'ERR_CCA_OUT_OF_BOUNDS');
     const address = exportDLPack(this.device, this.ptr, this.size, native.deviceInfo(this.device).simulated, options);
-    this.#exported = true;
+    this.#holding = 'lent';
     return address;
   }
 

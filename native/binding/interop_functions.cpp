@@ -92,11 +92,6 @@ Napi::Value ReleaseExported(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), release_exported(runtime(info), device_arg(info, 0), u64_arg(info, 1, "base")));
 }
 
-// exportedTensors(device, base) -> tensors still out
-Napi::Value ExportedTensors(const Napi::CallbackInfo& info) {
-  return Napi::Number::New(info.Env(), exported_tensors(device_arg(info, 0), u64_arg(info, 1, "base")));
-}
-
 // ipcHandle(device, base) -> Uint8Array: the bytes another process opens
 Napi::Value IpcHandle(const Napi::CallbackInfo& info) {
   refuse_isolated(info, "ipcHandle");
@@ -137,7 +132,6 @@ void register_interop_functions(Napi::Env env, Napi::Object exports) {
   export_function<Clients>(env, exports, "clients");
   export_function<ToDLPack>(env, exports, "toDLPack");
   export_function<ReleaseExported>(env, exports, "releaseExported");
-  export_function<ExportedTensors>(env, exports, "exportedTensors");
   export_function<IpcHandle>(env, exports, "ipcHandle");
   export_function<OpenIpcHandle>(env, exports, "openIpcHandle");
   export_function<CloseIpc>(env, exports, "closeIpc");

@@ -138,12 +138,4 @@ std::size_t collect_exports(Runtime& runtime) {
   return due.size();
 }
 
-int exported_tensors(int device, DevicePtr base) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  for (const auto& [key, e] : g_exports) {
-    if (std::get<1>(key) == device && std::get<2>(key) == base) return e.tensors;
-  }
-  return 0;
-}
-
 }  // namespace cca

@@ -33,7 +33,5 @@ IpcCounter ipc_counter(Runtime& runtime, int device, DevicePtr base);
 bool release_exported(Runtime& runtime, int device, DevicePtr base);
 // Frees every released allocation that nothing holds any more; returns how many.
 std::size_t collect_exports(Runtime& runtime);
-// DLPack tensors still out for the allocation at `base` (0 when none).
-int exported_tensors(int device, DevicePtr base);
 
 }  // namespace cca

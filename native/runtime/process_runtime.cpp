@@ -19,7 +19,7 @@ std::unique_ptr<Runtime>& g_runtime = *new std::unique_ptr<Runtime>;
 std::atomic<Runtime*> g_current{nullptr};
 std::atomic<std::uint32_t> g_generation{1};          // the last number handed out
 std::atomic<std::uint32_t> g_process_generation{1};  // the process runtime's
-int g_pins = 0;                                       // open native clients; under g_mu
+int g_pins = 0;                                       // open native clients and DLPack tensors; under g_mu
 
 std::unique_ptr<Runtime> build(const std::string& kind, const SimOptions& sim) {
   AllocatorConfig config = AllocatorConfig::from_environment();
@@ -27,17 +27,24 @@ std::unique_ptr<Runtime> build(const std::string& kind, const SimOptions& sim) {
   return std::make_unique<Runtime>(std::move(choice.platform), config, std::move(choice.note));
 }
 
-}  // namespace
-
-Runtime& process_runtime() {
-  if (Runtime* r = g_current.load(std::memory_order_acquire)) return *r;
-  std::lock_guard<std::mutex> lock(g_mu);
+// The process runtime, built on first use; the caller holds g_mu.
+Runtime& process_runtime_locked() {
   if (!g_runtime) {
     g_runtime = build(device_kind_from_environment(), sim_options_from_environment());
     g_current.store(g_runtime.get(), std::memory_order_release);
   }
   return *g_runtime;
 }
+
+}  // namespace
+
+Runtime& process_runtime() {
+  if (Runtime* r = g_current.load(std::memory_order_acquire)) return *r;
+  std::lock_guard<std::mutex> lock(g_mu);
+  return process_runtime_locked();
+}
+
+Runtime* current_process_runtime() { return g_current.load(std::memory_order_acquire); }
 
 void replace_runtime(const std::string& kind, const SimOptions& sim) {
   std::unique_ptr<Runtime> fresh = build(kind, sim);  // may throw: the old one stays
@@ -68,12 +75,9 @@ void shutdown_runtime() {
 
 Runtime& pin_process_runtime() {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (!g_runtime) {
-    g_runtime = build(device_kind_from_environment(), sim_options_from_environment());
-    g_current.store(g_runtime.get(), std::memory_order_release);
-  }
+  Runtime& r = process_runtime_locked();
   ++g_pins;
-  return *g_runtime;
+  return r;
 }
 
 void unpin_process_runtime() {

@@ -9,6 +9,8 @@
 
 namespace cca {
 
+// The process runtime if one exists now, without creating it (nullptr otherwise).
+Runtime* current_process_runtime();
 // Creates the runtime on first use from CCA_DEVICE, CCA_SIM_DEVICES, CCA_SIM_CAPACITY_MB
 // and the allocator config variables. Throws the configuration's error if they are bad.
 Runtime& process_runtime();

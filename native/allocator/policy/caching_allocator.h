@@ -338,7 +338,6 @@ class DeviceCachingAllocator {
   std::unordered_map<StreamId, int> adopted_;  // adopted streams and their adopt counts
   struct Imported {
     std::uint64_t bytes = 0;
-    DevicePtr mapping = 0;  // the device allocation mapped (the handle's), `base - offset`
     int opens = 0;
     std::string handle;     // the 64 bytes, the key of `mappings_`
   };

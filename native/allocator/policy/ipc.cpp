@@ -55,7 +55,6 @@ DevicePtr DeviceCachingAllocator::open_ipc(const unsigned char* handle, std::uin
   Imported& imp = imported_[ptr];
   if (imp.opens == 0) {
     imp.bytes = size;
-    imp.mapping = m->second.base;
     imp.handle = key;
     ++m->second.users;
   }
