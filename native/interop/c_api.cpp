@@ -85,7 +85,7 @@ cca_status api_free(cca_client* client, int device, cca_ptr ptr) {
   if (ptr == 0) return CCA_OK;
   return guarded([&] {
     DeviceCachingAllocator& a = client->runtime->allocator(device);
-    a.free_owned(ptr, client->owner, CallContext{0, client->tag}, &client->counters[static_cast<std::size_t>(device)]);
+    a.free_owned(ptr, client->owner, CallContext{0, client->tag}, client->counters[static_cast<std::size_t>(device)]);
   });
 }
 

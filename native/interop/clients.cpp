@@ -85,15 +85,19 @@ std::string client_tag_name(std::uint32_t tag) {
 }
 
 std::vector<ClientInfo> client_infos() {
-  Runtime& runtime = process_runtime();
+  // Never builds the runtime: memory_stats() in an environment with devices of its own (a
+  // replay worker) asks this too, and must not bring up the process's GPUs.
+  Runtime* runtime = current_process_runtime();
   std::lock_guard<std::mutex> lock(g_mu);
   std::vector<ClientInfo> out;
   for (std::size_t i = 0; i < g_names.size(); ++i) {
     const NameEntry& e = *g_names[i];
     for (int d = 0; d < kMaxClientDevices; ++d) {
       // Each device's allocator writes its counters under its lock; read them under it too.
-      // (A replaced runtime's devices: their clients were all closed first, so no writer.)
-      const OwnerCounters c = d < runtime.device_count() ? runtime.allocator(d).read_counters(e.counters[d]) : e.counters[d];
+      // (A replaced or shut-down runtime's: its clients were all closed first, so no writer.)
+      const OwnerCounters c = runtime != nullptr && d < runtime->device_count()
+                                  ? runtime->allocator(d).read_counters(e.counters[d])
+                                  : e.counters[d];
       if (c.num_allocs == 0) continue;  // never allocated there
       ClientInfo info;
       info.tag = kClientIdBase + static_cast<std::uint32_t>(i);

@@ -18,8 +18,7 @@ namespace cca {
 // from 1 and stay below it.
 constexpr std::uint32_t kClientIdBase = 0x80000000u;
 
-// Devices a client name keeps figures for (device indexes past it are refused by no one:
-// the runtime has fewer).
+// Devices a client name keeps figures for: client_open refuses a process with more.
 constexpr int kMaxClientDevices = 64;
 
 struct ClientInfo {

@@ -11,6 +11,7 @@
 
 #include "../common/errors.h"
 #include "../common/message_format.h"
+#include "../runtime/process_runtime.h"
 
 namespace cca {
 
@@ -26,7 +27,9 @@ using Key = std::tuple<Runtime*, int, DevicePtr>;
 // Never destroyed: a deleter may run at exit.
 std::mutex& g_mu = *new std::mutex;
 std::map<Key, Export>& g_exports = *new std::map<Key, Export>;
-std::map<std::pair<Runtime*, int>, bool>& g_callbacks = *new std::map<std::pair<Runtime*, int>, bool>;
+// (runtime generation, device) whose allocator collects exports when short of memory. The
+// generation, not the runtime's address: a later runtime may be built where a freed one was.
+std::map<std::pair<std::uint32_t, int>, bool>& g_callbacks = *new std::map<std::pair<std::uint32_t, int>, bool>;
 
 bool held(const Export& e) {
   return e.tensors > 0 || (e.ipc.open != nullptr && e.ipc.open->load(std::memory_order_acquire) > 0);
@@ -92,7 +95,7 @@ IpcCounter ipc_counter(Runtime& runtime, int device, DevicePtr base) {
     e.ipc = IpcCounter{fd, p->token, &p->open};
   }
   // The allocator collects released exports itself when it runs short of memory.
-  bool& registered = g_callbacks[{&runtime, device}];
+  bool& registered = g_callbacks[{runtime_generation(), device}];
   if (!registered) {
     registered = true;
     Runtime* r = &runtime;

@@ -219,28 +219,28 @@ void DeviceCachingAllocator::throw_oom(const AllocParams& p, std::unique_lock<st
   throw OutOfMemoryError(msg.str(), info);
 }
 
+void DeviceCachingAllocator::throw_not_allocated(DevicePtr ptr) const {
+  const std::string where = "device " + std::to_string(device_.index());
+  if (const Segment* segment = ledger_.segment_containing(ptr)) {
+    for (const Block* b = segment->head; b != nullptr; b = b->next) {
+      if (ptr == b->ptr) {
+        throw InvalidPointerError("double free: pointer " + hex(ptr) + " on " + where + " was already freed");
+      }
+      if (ptr > b->ptr && ptr < b->ptr + b->size) {
+        throw InvalidPointerError("pointer " + hex(ptr) + " on " + where + " points inside the block at " + hex(b->ptr) +
+                                  "; free the pointer that malloc returned");
+      }
+    }
+  }
+  throw InvalidPointerError("pointer " + hex(ptr) + " was not allocated by the caching allocator on " + where +
+                            " (a foreign pointer, or one of another device)");
+}
+
 CCA_HOT void DeviceCachingAllocator::free(DevicePtr ptr, CallContext ctx) {
   if (ptr == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
   const Block* block = ledger_.find_allocated(ptr);
-  if (block == nullptr) {
-    const std::string where = "device " + std::to_string(device_.index());
-    if (const Segment* segment = ledger_.segment_containing(ptr)) {
-      for (const Block* b = segment->head; b != nullptr; b = b->next) {
-        if (ptr == b->ptr) {
-          throw InvalidPointerError("double free: pointer " + hex(ptr) + " on " + where +
-                                    " was already freed");
-        }
-        if (ptr > b->ptr && ptr < b->ptr + b->size) {
-          throw InvalidPointerError("pointer " + hex(ptr) + " on " + where +
-                                    " points inside the block at " + hex(b->ptr) +
-                                    "; free the pointer that malloc returned");
-        }
-      }
-    }
-    throw InvalidPointerError("pointer " + hex(ptr) + " was not allocated by the caching allocator on " +
-                              where + " (a foreign pointer, or one of another device)");
-  }
+  if (block == nullptr) throw_not_allocated(ptr);
   free_block(block, ctx);
   check_after_operation();
 }

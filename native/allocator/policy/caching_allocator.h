@@ -129,10 +129,9 @@ class DeviceCachingAllocator {
   void empty_cache();
 
   // --- calls on behalf of other native code (the C ABI; client_calls.cpp) ---
-  // Frees an allocation that `owner` made, counting it in `counters` (may be null):
-  // InvalidPointerError, changing nothing, for a pointer that is not a live allocation of
-  // that owner.
-  void free_owned(DevicePtr ptr, std::uint32_t owner, CallContext ctx = {}, OwnerCounters* counters = nullptr);
+  // Frees an allocation that `owner` made, counting it in `counters`: InvalidPointerError,
+  // changing nothing, for a pointer that is not a live allocation of that owner.
+  void free_owned(DevicePtr ptr, std::uint32_t owner, CallContext ctx, OwnerCounters& counters);
   // A copy of counters this allocator updates, read under its lock.
   OwnerCounters read_counters(const OwnerCounters& counters) const;
   // The live allocation holding `inside` (its base, requested size and stream); false if none.
@@ -300,6 +299,9 @@ class DeviceCachingAllocator {
   // Waits for a live stream's work and forgets it (destroying it too when `destroy`); the
   // caller holds the lock. Throws DeviceError when the device refuses, changing nothing.
   void forget_stream_locked(StreamId stream, bool destroy);
+  // free()'s error for a pointer that is not a live allocation: a double free, an interior
+  // pointer, or a foreign one, said as such. The caller holds the lock.
+  [[noreturn]] void throw_not_allocated(DevicePtr ptr) const;
   bool find_allocation_locked(DevicePtr inside, DevicePtr* base, std::uint64_t* size, StreamId* stream) const;
   // --- expandable segments (expandable_segments.cpp) ---
   bool use_expandable() const { return config_.expandable_segments && device_.vmm_granularity() != 0; }

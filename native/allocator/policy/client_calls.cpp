@@ -6,28 +6,17 @@
 
 namespace cca {
 
-void DeviceCachingAllocator::free_owned(DevicePtr ptr, std::uint32_t owner, CallContext ctx, OwnerCounters* counters) {
+void DeviceCachingAllocator::free_owned(DevicePtr ptr, std::uint32_t owner, CallContext ctx, OwnerCounters& counters) {
   std::lock_guard<std::mutex> lock(mu_);
   const Block* block = ledger_.find_allocated(ptr);
-  if (block == nullptr || block->owner != owner) {
-    DevicePtr base = 0;
-    std::uint64_t size = 0;
-    StreamId stream = 0;
-    std::string why;
-    if (block != nullptr) {
-      why = "it belongs to another client or to JS";
-    } else if (find_allocation_locked(ptr, &base, &size, &stream)) {
-      why = "it points inside the allocation at " + hex(base) + "; free the pointer that malloc returned";
-    } else if (ledger_.segment_containing(ptr) != nullptr) {
-      why = "it is not live (a double free?)";
-    } else {
-      why = "the allocator did not allocate it on device " + std::to_string(device_.index());
-    }
-    throw InvalidPointerError("free: pointer " + hex(ptr) + " is not this client's allocation: " + why);
+  if (block == nullptr) throw_not_allocated(ptr);
+  if (block->owner != owner) {
+    throw InvalidPointerError("free: pointer " + hex(ptr) + " belongs to another client or to JS; only the code that "
+                              "allocated it may free it");
   }
   const std::uint64_t requested = block->requested_size;
   free_block(block, ctx);
-  if (counters != nullptr) counters->on_free(requested);
+  counters.on_free(requested);
   check_after_operation();
 }
 
