@@ -34,6 +34,22 @@ if (process.argv[2] === 'child') {
         fill ??= compute.Module.load(image).getKernel('fill_u32', ['ptr', 'u32', 'u32']);
         fill.launch({ grid: 1, block: 256 }, open.get(m.id), m.value, m.count);
         cuda.synchronize();
+      } else if (m.op === 'misuse') {
+        // What docs/interop.md says an imported buffer refuses: it is not this process's.
+        const b = open.get(m.id);
+        const code = (fn) => {
+          try {
+            fn();
+            return 'accepted';
+          } catch (e) {
+            return e.code;
+          }
+        };
+        reply = {
+          recordStream: code(() => cuda.recordStream(b, cuda.Stream.create())),
+          toDLPack: code(() => b.toDLPack({ dtype: 'u8', shape: [16] })),
+          ipcHandle: code(() => b.ipcHandle()),
+        };
       } else if (m.op === 'close') {
         open.get(m.id).free();
         open.delete(m.id);
@@ -75,6 +91,9 @@ if (process.argv[2] === 'child') {
       assert.deepEqual(seen.bytes, Array.from({ length: 16 }, (_, i) => i));
       await must({ op: 'write', id: 1, bytes: [9, 8, 7, 6] });
       assert.deepEqual(Array.from(buf.copyTo(new Uint8Array(4))), [9, 8, 7, 6]);
+      const misuse = await must({ op: 'misuse', id: 1 });
+      assert.deepEqual(misuse, { ok: true, recordStream: 'ERR_CCA_INVALID_POINTER', toDLPack: 'ERR_CCA_INVALID_POINTER',
+        ipcHandle: 'ERR_CCA_IPC_UNSUPPORTED' });
       await must({ op: 'kernel', id: 1, value: 0xabcdef01, count: 8 });
       assert.deepEqual(Array.from(buf.copyTo(new Uint32Array(8))), Array(8).fill(0xabcdef01));
       await must({ op: 'close', id: 1 });
