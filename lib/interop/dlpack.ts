@@ -2,7 +2,7 @@
 // (DLManagedTensorVersioned), whose deleter gives the memory back through the allocator.
 import { InvalidArgumentError } from '../errors.js';
 import { native } from '../native.js';
-import { checkInteger, checkOptions, checkString, rangeError, typeError } from '../validate.js';
+import { checkBoolean, checkInteger, checkOptions, checkString, rangeError, typeError } from '../validate.js';
 
 /** Element types, named as compute's kernel signatures name them. */
 export type DLPackDType =
@@ -50,7 +50,8 @@ export function exportDLPack(device: number, ptr: number, size: number, simulate
     throw rangeError(`${shape.length} strides (one per dimension)`, 'options.strides', o.strides);
   }
   const byteOffset = o.byteOffset === undefined ? 0 : checkInteger('options.byteOffset', o.byteOffset, 0, Number.MAX_SAFE_INTEGER);
-  if (simulated && o.allowSimulated !== true) {
+  const allowSimulated = o.allowSimulated === undefined ? false : checkBoolean('options.allowSimulated', o.allowSimulated);
+  if (simulated && !allowSimulated) {
     throw new InvalidArgumentError('toDLPack: this buffer is on a simulated device, whose addresses no other framework ' +
       'can read; pass { allowSimulated: true } to export it anyway (tests without a GPU)', 'ERR_CCA_SIMULATED');
   }
