@@ -219,6 +219,11 @@ export interface NativeBinding {
   resetAccumulatedStats(device: number): void;
   emptyCache(device: number): void;
   memGetInfo(device: number): [number, number];
+  /** Caching on or off on every device (off: each allocation its own segment, freed to the device at once). */
+  setCachingEnabled(enabled: boolean): void;
+  cachingEnabled(device: number): boolean;
+  /** [base, size, stream, stackId, tagId, pool] of the live allocation holding ptr, or null. */
+  allocationInfo(device: number, ptr: number): Float64Array | null;
   setMemoryFraction(device: number, fraction: number): void;
   getMemoryFraction(device: number): number;
   /** The stat at statKeys() position `index`: one value, without filling all of them. */

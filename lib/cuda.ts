@@ -2,7 +2,9 @@
 import { DeviceBuffer, makeDeviceBuffer } from './device-buffer.js';
 import { CudaOutOfMemoryError, InvalidArgumentError } from './errors.js';
 import { capture, forgetHistorySettings, sampleStack } from './history/record.js';
+import { forgetCachingSettings } from './caching.js';
 import { stacks, tags } from './history/stack-store.js';
+import { currentMetadata } from './history/metadata.js';
 import { notifyOutOfMemory } from './oom.js';
 import { native } from './native.js';
 import { Stream, checkStream, defaultStream } from './stream.js';
@@ -57,7 +59,7 @@ const ALLOC_OPTIONS = ['stream', 'device', 'tag'] as const;
 export function alloc(size: number, options?: AllocOptions): DeviceBuffer {
   checkSize('size', size);
   let stream: Stream;
-  let tagId = 0;
+  let tagId = currentMetadata.tagId;
   if (options === undefined) {
     stream = defaultStream();
   } else {
@@ -142,6 +144,7 @@ export const sim = {
     setGeneration(native.replaceRuntime('sim', devices, capacity));
     resetCurrentDevice();
     forgetHistorySettings();
+    forgetCachingSettings();
   },
   /**
    * Gives this thread simulated devices of its own, which no other thread sees: a worker
@@ -154,6 +157,7 @@ export const sim = {
     setGeneration(native.isolateRuntime(devices, capacity));
     resetCurrentDevice();
     forgetHistorySettings();
+    forgetCachingSettings();
   },
   /** A held stream's work (and so the frees waiting on it) does not complete until released. */
   holdStream(stream: Stream, held = true): void {

@@ -2,7 +2,7 @@
 // sampling. The state here tells cuda.alloc and DeviceBuffer.free what to capture.
 import { native } from '../native.js';
 import { clearAnnotations } from './annotations.js';
-import { ArgumentTypeError } from '../errors.js';
+import { ArgumentTypeError, InvalidArgumentError } from '../errors.js';
 import { checkBoolean, checkInteger, checkOptions, describe, rangeError, typeError } from '../validate.js';
 import { resolveDevice } from '../device.js';
 import { stacks } from './stack-store.js';
@@ -28,11 +28,88 @@ export interface RecordHistoryOptions {
   stackSampleRate?: number;
   /** Frames kept per stack (default 16). */
   stackDepth?: number;
+  /** Keep Node's own frames (node:internal/..., node:events) in stacks; by default they are dropped. */
+  keepNodeFrames?: boolean;
+  /** PyTorch's spellings of maxEntries, clearHistory and skipActions (one spelling per key in a call). */
+  max_entries?: number;
+  clear_history?: boolean;
+  skip_actions?: string[];
+  /** PyTorch's Python-only options: checked as booleans and ignored. */
+  compile_context?: boolean;
+  global_record_annotations?: boolean;
+  /** Only the values that change nothing: history records device memory, not pinned host memory. */
+  record_cuda?: true;
+  record_pinned_host_memory?: false;
 }
 
 const OPTION_KEYS = [
   'enabled', 'context', 'stacks', 'maxEntries', 'device', 'clearHistory', 'skipActions', 'stackSampleRate', 'stackDepth',
+  'keepNodeFrames',
 ] as const;
+
+/**
+ * PyTorch's keyword names, accepted beside ours so a call ports with only its syntax
+ * changed: `{ max_entries: 100000 }` is `{ maxEntries: 100000 }`. One spelling per key in a
+ * call.
+ */
+const PYTORCH_SPELLINGS: Record<string, (typeof OPTION_KEYS)[number]> = {
+  max_entries: 'maxEntries', clear_history: 'clearHistory', skip_actions: 'skipActions',
+};
+
+/**
+ * PyTorch's options that concern Python only: checked as booleans, then ignored.
+ * compile_context names torch.compile regions, global_record_annotations routes
+ * record_function annotations (memory.annotate is ours, always global to the thread).
+ */
+const PYTHON_ONLY = ['compile_context', 'global_record_annotations'] as const;
+
+/**
+ * PyTorch's options about host memory, accepted at the value that changes nothing here:
+ * history records device memory (record_cuda: true), and pinned host memory is not in the
+ * history yet (record_pinned_host_memory: false; PyTorch 2.11's snapshot format for it is
+ * not published, see docs/history-and-snapshots.md).
+ */
+const HOST_HISTORY = { record_cuda: true, record_pinned_host_memory: false } as const;
+
+/** Checks a Python-only or host-history key's value; false for any other key. */
+function ignoredPyTorchKey(key: string, value: unknown): boolean {
+  if ((PYTHON_ONLY as readonly string[]).includes(key)) {
+    if (value !== undefined) checkBoolean(key, value);
+    return true;
+  }
+  if (!Object.hasOwn(HOST_HISTORY, key)) return false;
+  if (value !== undefined && checkBoolean(key, value) !== HOST_HISTORY[key as keyof typeof HOST_HISTORY]) {
+    throw new InvalidArgumentError(
+      `${key}: ${String(value)} is not supported: history records device memory only (record_cuda: true, ` +
+        'record_pinned_host_memory: false); pinned host memory is in memory.host_memory_stats()',
+      'ERR_CCA_NOT_SUPPORTED',
+    );
+  }
+  return true;
+}
+
+/**
+ * The options with PyTorch's spellings mapped to ours and its Python-only keys checked and
+ * dropped; `spelled` gets the name the caller used for each mapped key, so a message names it.
+ */
+function portedOptions(options: unknown, spelled: Record<string, string>): unknown {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) return options;
+  const given = options as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(given)) {
+    const ours = PYTORCH_SPELLINGS[key];
+    if (ours !== undefined) {
+      if (Object.hasOwn(given, ours)) {
+        throw new ArgumentTypeError(`options give both ${key} (PyTorch's spelling) and ${ours}: pass one of them`);
+      }
+      out[ours] = value;
+      spelled[ours] = key;
+    } else if (!ignoredPyTorchKey(key, value)) {
+      out[key] = value;
+    }
+  }
+  return out;
+}
 
 /** What the hot path reads: 0 never, 1 state, 2 alloc, 3 all. */
 export const capture = {
@@ -51,14 +128,16 @@ let actionNames: string[] | undefined;
 export function recordMemoryHistory(enabledOrOptions?: HistoryEnabled | boolean | RecordHistoryOptions, legacy?: Record<string, unknown>): void {
   if (typeof enabledOrOptions === 'boolean') return recordLegacy(enabledOrOptions, legacy ?? {});
   let o: Partial<RecordHistoryOptions>;
+  const spelled: Record<string, string> = {};
+  const name = (key: string): string => spelled[key] ?? key;
   if ((typeof enabledOrOptions !== 'object' && enabledOrOptions !== undefined && typeof enabledOrOptions !== 'string') ||
       Array.isArray(enabledOrOptions)) {
     throw typeError("'all', 'state', null (stop), or an options object", 'enabled', enabledOrOptions);
   }
   if (enabledOrOptions === undefined || enabledOrOptions === null || typeof enabledOrOptions === 'string') {
-    o = { ...checkOptions<RecordHistoryOptions>('options', legacy, OPTION_KEYS), enabled: enabledOrOptions === undefined ? 'all' : enabledOrOptions };
+    o = { ...checkOptions<RecordHistoryOptions>('options', portedOptions(legacy, spelled), OPTION_KEYS), enabled: enabledOrOptions === undefined ? 'all' : enabledOrOptions };
   } else {
-    o = checkOptions<RecordHistoryOptions>('options', enabledOrOptions, OPTION_KEYS);
+    o = checkOptions<RecordHistoryOptions>('options', portedOptions(enabledOrOptions, spelled), OPTION_KEYS);
   }
   const enabled = o.enabled === undefined ? 'all' : o.enabled;
   if (enabled !== null && enabled !== 'all' && enabled !== 'state') {
@@ -67,18 +146,20 @@ export function recordMemoryHistory(enabledOrOptions?: HistoryEnabled | boolean 
   const context = o.context === undefined ? 'all' : o.context;
   if (context !== null && (typeof context !== 'string' || !Object.hasOwn(CONTEXT_LEVEL, context))) throw typeError("'state', 'alloc', 'all', or null", 'context', context);
   if (o.stacks !== undefined && !['js', 'all', 'python'].includes(o.stacks)) throw typeError("'js' or 'all'", 'stacks', o.stacks);
-  let maxEntries = o.maxEntries === undefined ? Number.MAX_SAFE_INTEGER : checkInteger('maxEntries', o.maxEntries, 0, Number.MAX_SAFE_INTEGER);
+  let maxEntries = o.maxEntries === undefined ? Number.MAX_SAFE_INTEGER : checkInteger(name('maxEntries'), o.maxEntries, 0, Number.MAX_SAFE_INTEGER);
   if (enabled !== 'all') maxEntries = 1;
   const rate = o.stackSampleRate === undefined ? 1 : o.stackSampleRate;
   if (typeof rate !== 'number') throw typeError('a number in (0, 1]', 'stackSampleRate', rate);
   if (!(rate > 0 && rate <= 1)) throw rangeError('a number in (0, 1]', 'stackSampleRate', rate);
   const depth = o.stackDepth === undefined ? undefined : checkInteger('stackDepth', o.stackDepth, 1, 200);
-  const skipMask = skipMaskOf(o.skipActions, 'skipActions');
-  const clear = o.clearHistory === undefined ? false : checkBoolean('clearHistory', o.clearHistory);
+  const skipMask = skipMaskOf(o.skipActions, name('skipActions'));
+  const clear = o.clearHistory === undefined ? false : checkBoolean(name('clearHistory'), o.clearHistory);
+  const keepNode = o.keepNodeFrames === undefined ? undefined : checkBoolean('keepNodeFrames', o.keepNodeFrames);
   // Settings apply to every device, as in PyTorch; a device given must still be one.
   resolveDevice(o.device, 'device');
   // Everything is checked: only now does anything change.
   if (depth !== undefined) stacks.depth = depth;
+  if (keepNode !== undefined) stacks.keepNodeFrames = keepNode;
   apply(enabled !== null, enabled === null ? 0 : CONTEXT_LEVEL[context ?? ''] ?? 0, maxEntries, skipMask, clear, rate);
 }
 
@@ -86,8 +167,10 @@ const optionalBoolean = (o: Record<string, unknown>, key: string, fallback: bool
   o[key] === undefined ? fallback : checkBoolean(key, o[key]);
 
 function recordLegacy(enabled: boolean, o: Record<string, unknown>): void {
-  const known = ['record_context', 'trace_alloc_max_entries', 'trace_alloc_record_context', 'device', 'record_context_cpp', 'clear_history', 'skip_actions'];
+  const known = ['record_context', 'trace_alloc_max_entries', 'trace_alloc_record_context', 'device', 'record_context_cpp', 'clear_history',
+    'skip_actions', ...PYTHON_ONLY, ...Object.keys(HOST_HISTORY)];
   checkOptions('legacy options', o, known);
+  for (const [key, value] of Object.entries(o)) ignoredPyTorchKey(key, value);
   const recordContext = optionalBoolean(o, 'record_context', true);
   const allocContext = optionalBoolean(o, 'trace_alloc_record_context', false);
   optionalBoolean(o, 'record_context_cpp', false);

@@ -31,7 +31,12 @@ export function isShared(obj: object): boolean {
   return shared.has(obj);
 }
 
-const toFrames = (_e: unknown, sites: NodeJS.CallSite[]): Frame[] =>
+// Node's own modules (node:internal/..., node:events): the frames under every callback and
+// module load, which tell a reader nothing about their code (PyTorch drops its own frames
+// the same way). Dropped when stacks are symbolized unless `keepNodeFrames` is set.
+const isNodeFrame = (s: NodeJS.CallSite): boolean => (s.getFileName() ?? '').startsWith('node:');
+
+const toFrames = (sites: NodeJS.CallSite[]): Frame[] =>
   sites.map((s) => ({
     filename: s.getFileName() ?? s.getScriptNameOrSourceURL() ?? '<unknown>',
     line: s.getLineNumber() ?? 0,
@@ -42,6 +47,8 @@ const toFrames = (_e: unknown, sites: NodeJS.CallSite[]): Frame[] =>
 export class StackStore {
   /** Frames kept per stack. */
   depth = 16;
+  /** Keep Node's own frames (node:internal/...) in symbolized stacks. */
+  keepNodeFrames = false;
   #next = 1;
   #pending = new Map<number, Holder>();
   #resolved = new Map<number, Frame[]>();
@@ -71,7 +78,8 @@ export class StackStore {
     if (!holder) return EMPTY;
     this.#pending.delete(id);
     const saved = Error.prepareStackTrace;
-    Error.prepareStackTrace = toFrames;
+    const keepNode = this.keepNodeFrames;
+    Error.prepareStackTrace = (_e: unknown, sites: NodeJS.CallSite[]) => toFrames(keepNode ? sites : sites.filter((x) => !isNodeFrame(x)));
     let frames: Frame[];
     try {
       frames = (holder.stack as Frame[] | undefined) ?? [];

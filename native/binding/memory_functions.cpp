@@ -93,6 +93,36 @@ Napi::Value EmptyCache(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// setCachingEnabled(enabled): every device, as PyTorch's caching_allocator_enable.
+Napi::Value SetCachingEnabled(const Napi::CallbackInfo& info) {
+  const bool enabled = bool_arg(info, 0, "enabled");
+  Runtime& r = runtime(info);
+  for (int d = 0; d < r.device_count(); ++d) r.allocator(d).set_caching_enabled(enabled);
+  return info.Env().Undefined();
+}
+
+Napi::Value CachingEnabled(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), runtime(info).allocator(device_arg(info, 0)).caching_enabled());
+}
+
+// allocationInfo(device, ptr) -> [base, size, stream, stackId, tagId, pool] of the live
+// allocation holding ptr, or null.
+Napi::Value AllocationInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto& a = runtime(info).allocator(device_arg(info, 0));
+  DeviceCachingAllocator::AllocationInfo found;
+  if (!a.allocation_info(u64_arg(info, 1, "ptr"), &found)) return env.Null();
+  Napi::Float64Array out = Napi::Float64Array::New(env, 6);
+  double* v = out.Data();
+  v[0] = static_cast<double>(found.base);
+  v[1] = static_cast<double>(found.size);
+  v[2] = static_cast<double>(found.stream);
+  v[3] = found.stack;
+  v[4] = found.tag;
+  v[5] = found.pool;
+  return out;
+}
+
 Napi::Value MemGetInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::size_t free_bytes = 0;
@@ -198,6 +228,9 @@ void register_memory_functions(Napi::Env env, Napi::Object exports) {
   export_function<ResetAccumulatedStats>(env, exports, "resetAccumulatedStats");
   export_function<EmptyCache>(env, exports, "emptyCache");
   export_function<MemGetInfo>(env, exports, "memGetInfo");
+  export_function<SetCachingEnabled>(env, exports, "setCachingEnabled");
+  export_function<CachingEnabled>(env, exports, "cachingEnabled");
+  export_function<AllocationInfo>(env, exports, "allocationInfo");
   export_function<SetMemoryFraction>(env, exports, "setMemoryFraction");
   export_function<GetMemoryFraction>(env, exports, "getMemoryFraction");
   export_function<SetAllocatorSettings>(env, exports, "setAllocatorSettings");

@@ -12,6 +12,7 @@ import { stacks } from '../../lib/history/stack-store.js';
 import { annotations } from '../../lib/history/annotations.js';
 import type { Snapshot } from '../../lib/snapshot/types.js';
 import { freshSim } from '../support/helpers.js';
+import { native } from '../../lib/native.js';
 
 const sym = Symbol('s');
 /** The pool every parameter is tried with; each kind skips the values that are valid for it. */
@@ -82,7 +83,9 @@ function fingerprint(): string {
     settings: memory.get_allocator_settings(),
     fraction: [0, 1].map((d) => memory.get_per_process_memory_fraction(d)),
     device: cuda.currentDevice(),
-    history: { ...capture, countdown: 0, depth: stacks.depth, notes: annotations().length },
+    history: { ...capture, countdown: 0, depth: stacks.depth, nodeFrames: stacks.keepNodeFrames, notes: annotations().length },
+    metadata: memory._get_memory_metadata(),
+    caching: [0, 1].map((d) => native.cachingEnabled(d)),
     pools: [S.pool.use_count(), S.released.use_count()],
     sim: [0, 1].map((d) => cuda.sim.state(d)),
     invariants: [0, 1].map((d) => memory.check_invariants(d)),
@@ -222,13 +225,34 @@ const CALLS: Call[] = [
     ['skipActions', (v: unknown) => v === undefined || v === null || (Array.isArray(v) && v.length === 0), [['nope'], [1]]],
     ['stackSampleRate', (v: unknown) => v === undefined || (typeof v === 'number' && v > 0 && v <= 1), [0]],
     ['stackDepth', (v: unknown) => v === undefined || isInt(v, 1, 200), [0, 201]],
+    ['keepNodeFrames', kinds.optionalBool, []],
+    // PyTorch's spellings, and its options that change nothing here.
+    ['max_entries', (v: unknown) => v === undefined || isInt(v, 0, 2 ** 53 - 1), []],
+    ['clear_history', kinds.optionalBool, ['yes']],
+    ['skip_actions', (v: unknown) => v === undefined || v === null || (Array.isArray(v) && v.length === 0), [['nope'], [1]]],
+    ['compile_context', kinds.optionalBool, []],
+    ['global_record_annotations', kinds.optionalBool, []],
+    ['record_cuda', (v: unknown) => v === undefined || v === true, []],
+    ['record_pinned_host_memory', (v: unknown) => v === undefined || v === false, []],
   ] as const).map(([key, valid, extra]): Call => ({
     name: 'memory._record_memory_history', param: key, valid, extra: () => [...extra],
     // stackDepth beside the bad value: a refused call must not have set it.
     call: (v) => memory._record_memory_history({ enabled: 'all', stackDepth: 3, [key]: v }),
   })),
-  { name: 'memory._record_memory_history', param: 'options|enabled', valid: historyFirstArg,
-    extra: () => [{ enabled: 'all', maxEntriess: 10 }, { Enabled: 'all' }], call: (v) => memory._record_memory_history(v as never) },
+  { name: 'memory._record_memory_history', param: 'options|enabled|max_entries', valid: historyFirstArg,
+    extra: () => [{ enabled: 'all', maxEntriess: 10 }, { Enabled: 'all' }, { max_entries: 5, maxEntries: 5 }], call: (v) => memory._record_memory_history(v as never) },
+  ...(['compile_context', 'record_cuda', 'record_pinned_host_memory'] as const).map((key): Call => ({
+    name: 'memory._record_memory_history (legacy)', param: key, valid: (v) => v === undefined || v === (key !== 'record_pinned_host_memory') || (key === 'compile_context' && typeof v === 'boolean'),
+    call: (v) => memory._record_memory_history(true, { [key]: v }),
+  })),
+  { name: 'memory._set_memory_metadata', param: 'metadata', valid: kinds.string, call: (v) => memory._set_memory_metadata(v as string) },
+  { name: 'memory.withMemoryMetadata', param: 'metadata', valid: kinds.string, call: (v) => memory.withMemoryMetadata(v as string, () => 1) },
+  { name: 'memory.withMemoryMetadata', param: 'fn', valid: kinds.fn, call: (v) => memory.withMemoryMetadata('m', v as () => void) },
+  { name: 'memory._allocation_traceback', param: 'buffer', valid: (v) => isInt(v, 0, 2 ** 53 - 1), extra: () => [S.freed, S.stale, ...forgedBuffer()],
+    call: (v) => memory._allocation_traceback(v as number) },
+  { name: 'memory._allocation_traceback', param: 'device', valid: kinds.device, extra: () => [1], call: (v) => memory._allocation_traceback(S.buf, v as number) },
+  { name: 'memory.caching_allocator_enable', param: 'value', valid: kinds.optionalBool, call: (v) => memory.caching_allocator_enable(v as boolean) },
+  { name: 'memory.caching_allocator_disabled', param: 'fn', valid: kinds.fn, call: (v) => memory.caching_allocator_disabled(v as () => void) },
   ...(['record_context', 'trace_alloc_record_context', 'clear_history', 'record_context_cpp'] as const).map((key): Call => ({
     name: 'memory._record_memory_history (legacy)', param: key, valid: kinds.optionalBool, call: (v) => memory._record_memory_history(true, { [key]: v }),
   })),
@@ -361,7 +385,8 @@ describe('every public function refuses every wrong value, with a code, changing
       'memory.max_memory_cached', 'memory.memory_cached', 'monitoring.readSamples', 'monitoring.otelName',
       'memory.host_memory_stats', 'memory.host_memory_stats_as_nested_dict', 'memory.reset_peak_host_memory_stats',
       'memory.reset_accumulated_host_memory_stats', 'memory.empty_host_cache', 'cuda.HostBuffer', 'compute.compilerInfo',
-      'compute.Module', 'compute.Kernel', 'compute.Event', 'compute.BufferView', 'cuda.ipc_collect', 'interop.allocatorApi', 'memory.get_allocator_backend']);
+      'compute.Module', 'compute.Kernel', 'compute.Event', 'compute.BufferView', 'cuda.ipc_collect', 'interop.allocatorApi', 'memory.get_allocator_backend',
+      'memory._get_memory_metadata']);
     const missing: string[] = [];
     for (const [mod, ns] of [['memory', memory], ['cuda', cuda], ['analysis', analysis], ['monitoring', monitoring], ['compute', compute], ['interop', interop]] as const) {
       for (const [k, v] of Object.entries(ns)) {

@@ -85,9 +85,10 @@ CCA_HOT DevicePtr DeviceCachingAllocator::malloc_with(std::uint64_t size, Stream
   p.size = round_size(static_cast<std::size_t>(size), config_);
   p.stream = stream;
   p.pool = &pool_for(p.size);
-  p.alloc_size = allocation_size(p.size, config_);
+  // With caching off each allocation is a segment of its own, returned at its free.
+  p.alloc_size = caching_enabled_ ? allocation_size(p.size, config_) : p.size;
 
-  bool found = get_free_block(p) || (trigger_free_memory_callbacks(lock) && get_free_block(p));
+  bool found = caching_enabled_ && (get_free_block(p) || (trigger_free_memory_callbacks(lock) && get_free_block(p)));
   if (!found) {
     if (gc_enabled()) garbage_collect_cached_blocks();
     found = alloc_block(p, false) || (release_available_cached_blocks(p) && alloc_block(p, false));
@@ -249,6 +250,7 @@ CCA_HOT void DeviceCachingAllocator::free(DevicePtr ptr, CallContext ctx) {
 CCA_HOT void DeviceCachingAllocator::free_block(const Block* block, CallContext ctx) {
   const int events = block->stream_uses.empty() ? 0 : events_.record(block, block->stream_uses);
   ledger_.free_requested(block, events, ctx);
+  if (!caching_enabled_ && events == 0) release_if_uncached(block);
 }
 
 void DeviceCachingAllocator::record_stream(DevicePtr ptr, StreamId stream) {
@@ -273,6 +275,19 @@ void DeviceCachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mu_);
   release_cached_blocks();
   check_after_operation();
+}
+
+void DeviceCachingAllocator::set_caching_enabled(bool enabled) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (enabled == caching_enabled_) return;
+  if (!enabled) release_cached_blocks();
+  caching_enabled_ = enabled;
+  check_after_operation();
+}
+
+bool DeviceCachingAllocator::caching_enabled() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return caching_enabled_;
 }
 
 }  // namespace cca

@@ -127,6 +127,13 @@ class DeviceCachingAllocator {
                           EnqueueWork enqueue, void* context);
   // Waits for all pending frees, then returns every unsplit free block to the device.
   void empty_cache();
+  // Caching off (PyTorch's caching_allocator_enable(False)), for sanitizer runs: empties
+  // the cache, then every allocation gets a segment of its own and every free that
+  // completes returns its segment to the device at once, so compute-sanitizer sees a use
+  // after free. Stats and history go on as usual. Memory allocated before caching went off
+  // returns once its whole segment is free. On again: caching resumes from an empty cache.
+  void set_caching_enabled(bool enabled);
+  bool caching_enabled() const;
 
   // --- calls on behalf of other native code (the C ABI; client_calls.cpp) ---
   // Frees an allocation that `owner` made, counting it in `counters`: InvalidPointerError,
@@ -136,6 +143,16 @@ class DeviceCachingAllocator {
   OwnerCounters read_counters(const OwnerCounters& counters) const;
   // The live allocation holding `inside` (its base, requested size and stream); false if none.
   bool find_allocation(DevicePtr inside, DevicePtr* base, std::uint64_t* size, StreamId* stream) const;
+  struct AllocationInfo {
+    DevicePtr base = 0;
+    std::uint64_t size = 0;  // as requested
+    StreamId stream = 0;
+    std::uint32_t stack = 0;  // the allocation's stack id (0: none captured)
+    std::uint32_t tag = 0;
+    std::uint32_t pool = 0;   // its MemPool's id, 0 for the default pools
+  };
+  // The same lookup with what the allocation was made with (memory._allocation_traceback).
+  bool allocation_info(DevicePtr inside, AllocationInfo* out) const;
   // Makes a stream the allocator did not create usable with it (counted: each adopt needs a
   // release). InvalidArgumentError (ERR_CCA_INVALID_STREAM) for 0 or a stream created here.
   void adopt_stream(StreamId stream);
@@ -293,6 +310,10 @@ class DeviceCachingAllocator {
     return fraction_set_ && total_reserved() + alloc_size > allowed_memory_maximum_;
   }
   void process_events();
+  // After a block's free completed (at once or when its events did): with caching off, its
+  // memory goes back to the device when it is a whole segment (or mapped pages).
+  void release_if_uncached(const Block* block);
+  void free_completed(const Block* block);
   void synchronize_and_free_events();
   // Frees the size bins of destroyed streams once they hold no block.
   void drop_dead_stream_bins();
@@ -303,8 +324,10 @@ class DeviceCachingAllocator {
   // pointer, or a foreign one, said as such. The caller holds the lock.
   [[noreturn]] void throw_not_allocated(DevicePtr ptr) const;
   bool find_allocation_locked(DevicePtr inside, DevicePtr* base, std::uint64_t* size, StreamId* stream) const;
+  // The allocated block whose requested bytes hold `inside`, or nullptr.
+  const Block* allocated_block_holding(DevicePtr inside) const;
   // --- expandable segments (expandable_segments.cpp) ---
-  bool use_expandable() const { return config_.expandable_segments && device_.vmm_granularity() != 0; }
+  bool use_expandable() const { return config_.expandable_segments && caching_enabled_ && device_.vmm_granularity() != 0; }
   const Block* find_expandable_block(const AllocParams& p);
   bool map_block(const Block* to_map, std::size_t size, const AllocParams& p);
   const Block* try_allocate_expandable_block(const AllocParams& p);
@@ -335,6 +358,7 @@ class DeviceCachingAllocator {
   mutable std::mutex mu_;
   Ledger ledger_;
   AllocatorConfig config_;
+  bool caching_enabled_ = true;
   StreamEvents events_;
   std::unordered_set<StreamId> streams_;  // live streams created or adopted here (0 is always live)
   std::unordered_map<StreamId, int> adopted_;  // adopted streams and their adopt counts

@@ -33,23 +33,41 @@ bool DeviceCachingAllocator::find_allocation(DevicePtr inside, DevicePtr* base, 
 
 bool DeviceCachingAllocator::find_allocation_locked(DevicePtr inside, DevicePtr* base, std::uint64_t* size,
                                                     StreamId* stream) const {
-  const Block* found = ledger_.find_allocated(inside);
-  if (found == nullptr) {
-    const Segment* segment = ledger_.segment_containing(inside);
-    if (segment == nullptr) return false;
-    for (const Block* b = segment->head; b != nullptr; b = b->next) {
-      if (inside >= b->ptr && inside < b->ptr + b->size) {
-        found = b;
-        break;
-      }
-    }
-    // Only the bytes asked for count: the rounding past them is not the caller's.
-    if (found == nullptr || found->state != BlockState::kAllocated || inside >= found->ptr + found->requested_size) return false;
-  }
+  const Block* found = allocated_block_holding(inside);
+  if (found == nullptr) return false;
   *base = found->ptr;
   *size = found->requested_size;
   *stream = found->stream;
   return true;
+}
+
+bool DeviceCachingAllocator::allocation_info(DevicePtr inside, AllocationInfo* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Block* found = allocated_block_holding(inside);
+  if (found == nullptr) return false;
+  out->base = found->ptr;
+  out->size = found->requested_size;
+  out->stream = found->stream;
+  out->stack = found->alloc_stack;
+  out->tag = found->tag;
+  out->pool = found->pool->pool_id;
+  return true;
+}
+
+const Block* DeviceCachingAllocator::allocated_block_holding(DevicePtr inside) const {
+  const Block* found = ledger_.find_allocated(inside);
+  if (found != nullptr) return found;
+  const Segment* segment = ledger_.segment_containing(inside);
+  if (segment == nullptr) return nullptr;
+  for (const Block* b = segment->head; b != nullptr; b = b->next) {
+    if (inside >= b->ptr && inside < b->ptr + b->size) {
+      found = b;
+      break;
+    }
+  }
+  // Only the bytes asked for count: the rounding past them is not the caller's.
+  if (found == nullptr || found->state != BlockState::kAllocated || inside >= found->ptr + found->requested_size) return nullptr;
+  return found;
 }
 
 void DeviceCachingAllocator::adopt_stream(StreamId stream) {

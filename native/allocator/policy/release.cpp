@@ -127,12 +127,26 @@ void DeviceCachingAllocator::garbage_collect_cached_blocks() {
 }
 
 CCA_HOT void DeviceCachingAllocator::process_events() {
-  events_.process([this](const Block* b) { ledger_.event_completed(b); });
+  events_.process([this](const Block* b) { free_completed(b); });
 }
 
 void DeviceCachingAllocator::synchronize_and_free_events() {
   ledger_.count(Counter::kSyncAllStreams);
-  events_.synchronize_all([this](const Block* b) { ledger_.event_completed(b); });
+  events_.synchronize_all([this](const Block* b) { free_completed(b); });
+}
+
+void DeviceCachingAllocator::free_completed(const Block* block) {
+  ledger_.event_completed(block);
+  if (!caching_enabled_) release_if_uncached(block);
+}
+
+void DeviceCachingAllocator::release_if_uncached(const Block* block) {
+  if (block->state != BlockState::kFree) return;  // still waiting on another event
+  if (block->expandable) {
+    unmap_block(block);  // its whole pages (made before caching went off)
+  } else if (!block->is_split()) {
+    release_segment(block);
+  }
 }
 
 }  // namespace cca
