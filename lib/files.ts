@@ -75,6 +75,40 @@ export function readRegularFile(path: string, maxBytes: number, limitHint: strin
 }
 
 /**
+ * Standard input to its end, at most `maxBytes` of it (ERR_CCA_FILE_TOO_LARGE above), for
+ * `cca <command> -` (as PyTorch's _memory_viz reads `-`). A pipe, a file or a terminal
+ * (read until end of file, Ctrl-D); a descriptor opened non-blocking is waited on.
+ */
+export function readStandardInput(maxBytes: number, limitHint: string): Buffer {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  const wait = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    const chunk = Buffer.allocUnsafe(1 << 20);
+    let n: number;
+    try {
+      n = readSync(0, chunk, 0, chunk.length, null);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EAGAIN') {
+        Atomics.wait(wait, 0, 0, 5);
+        continue;
+      }
+      if (code === 'EOF') break;
+      throw readError('standard input', e as NodeJS.ErrnoException);
+    }
+    if (n === 0) break;
+    total += n;
+    if (total > maxBytes) {
+      throw new SnapshotFileError(`standard input holds more than the limit of ${maxBytes} bytes; ` +
+        `raise it with ${limitHint} if it is really a snapshot`, 'ERR_CCA_FILE_TOO_LARGE', '-');
+    }
+    chunks.push(chunk.subarray(0, n));
+  }
+  return Buffer.concat(chunks, total);
+}
+
+/**
  * Writes the file at `path` through `fill`, replacing a regular file there. Refuses a
  * target that exists and is not a regular file (ERR_CCA_NOT_A_FILE); a failure to create
  * or rename is ERR_CCA_FILE_UNWRITABLE; whatever fails, nothing is left behind.

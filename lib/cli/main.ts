@@ -2,7 +2,9 @@
 // The `cca` command line.
 import { Command, InvalidArgumentError as CliArgumentError } from 'commander';
 import { runDemo } from '../demo.js';
-import { loadSnapshot } from '../snapshot/load.js';
+import { DEFAULT_MAX_SNAPSHOT_BYTES, loadSnapshot, parseSnapshot } from '../snapshot/load.js';
+import { readStandardInput } from '../files.js';
+import { internFrames } from '../snapshot/intern.js';
 import { formatFor, writeSnapshotFile } from '../snapshot/dump.js';
 import { replaceFile } from '../files.js';
 import { summarize } from '../analysis/summary.js';
@@ -34,14 +36,22 @@ const program = new Command();
 program
   .name('cca')
   .description('cuda-caching-allocator: a PyTorch-style CUDA caching allocator for Node.js, and its tools.\n' +
-    'Snapshot commands read our files and PyTorch\'s (pickle or JSON).')
+    'Snapshot commands read our files and PyTorch\'s (pickle or JSON); - reads one from standard input.')
   .version(packageVersion(), '-V, --version', 'print the version')
   .option('--max-bytes <n>', 'refuse snapshot files larger than this (default 2 GiB)', integer('--max-bytes', 1))
   // Usage errors carry a stable code like every other error (subcommands inherit this).
   .configureOutput({ outputError: (str, write) => write(`cca: ${str.replace(/^error: /, '').trimEnd()} (ERR_CCA_USAGE)\n`) });
 
-/** Reads a snapshot file under the global --max-bytes limit. */
-const load = (file: string) => loadSnapshot(file, { maxBytes: program.opts<{ maxBytes?: number }>().maxBytes });
+let stdinTaken = false;
+
+/** Reads a snapshot file under the global --max-bytes limit; `-` is standard input (once). */
+const load = (file: string) => {
+  const maxBytes = program.opts<{ maxBytes?: number }>().maxBytes;
+  if (file !== '-') return loadSnapshot(file, { maxBytes });
+  if (stdinTaken) program.error('- (standard input) can be read once: name the other snapshots by file', { code: 'ERR_CCA_USAGE' });
+  stdinTaken = true;
+  return parseSnapshot(readStandardInput(maxBytes ?? DEFAULT_MAX_SNAPSHOT_BYTES, '--max-bytes'), '-');
+};
 
 program
   .command('demo')
@@ -185,7 +195,10 @@ program
   .argument('<to>', 'the file to write: .json for JSON, anything else for a pickle memory_viz opens')
   .description('convert between pickle and JSON')
   .action((from: string, to: string) => {
-    const r = writeSnapshotFile(load(from), to, formatFor(to));
+    const snap = load(from);
+    const format = formatFor(to);
+    if (format === 'pickle') internFrames(snap);
+    const r = writeSnapshotFile(snap, to, format);
     process.stderr.write(`wrote ${r.path} (${r.format}, ${r.bytes} bytes)\n`);
   });
 

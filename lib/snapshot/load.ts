@@ -7,6 +7,7 @@ import { checkInteger, checkOptions, checkString, typeError } from '../validate.
 import { checkSnapshot } from './check.js';
 import { readPickle } from './pickle-reader.js';
 import type { Snapshot } from './types.js';
+import { asTuple } from './tuple.js';
 
 /** loadSnapshot's default size limit: 2 GiB (a million-entry history pickles to ~100 MiB). */
 export const DEFAULT_MAX_SNAPSHOT_BYTES = 2 * 2 ** 30;
@@ -29,7 +30,23 @@ export function parseSnapshot(bytes: Uint8Array, source = 'snapshot'): Snapshot 
       throw new CorruptSnapshotError(`${source} is not valid JSON: ${(e as Error).message}`);
     }
   }
-  return checkSnapshot(value, source);
+  const snap = checkSnapshot(value, source);
+  if (bytes[0] !== 0x80) restoreTuples(snap);
+  return snap;
+}
+
+// JSON has no tuples: PyTorch's (a, b) pool ids come back as arrays, branded again here so
+// a pickle written from JSON holds the tuples PyTorch's did.
+function restoreTuples(snap: Snapshot): void {
+  for (const segment of snap.segments) {
+    if (Array.isArray(segment.segment_pool_id)) asTuple(segment.segment_pool_id);
+  }
+  for (const device of snap.device_traces ?? []) {
+    for (const entry of device) {
+      const id = (entry as { pool_id?: unknown }).pool_id;
+      if (Array.isArray(id)) asTuple(id);
+    }
+  }
 }
 
 export interface LoadOptions {

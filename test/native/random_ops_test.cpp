@@ -157,8 +157,10 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
         a.set_config(which == 0   ? AllocatorConfig::parse("max_split_size_mb:40")
                      : which == 1 ? AllocatorConfig::parse("expandable_segments:True")
                                   : AllocatorConfig{});
-      } else {
+      } else if (rng.below(2) == 0) {
         a.set_memory_fraction(rng.below(2) ? 1.0 : 0.5);
+      } else {
+        a.set_caching_enabled(!a.caching_enabled());  // caching off: every free to the device
       }
       for (int d = 0; d < 2; ++d) {
         const std::string v = f.a(d).validate();

@@ -337,3 +337,38 @@ TEST(stat_counters_across_resets) {
   CHECK_EQ(s.arrays[kAllocation][kAggregate].freed, std::int64_t{2});
   CHECK_VALID(f.a());
 }
+
+// Caching off (caching_allocator_enable(False)): the cache is emptied, each allocation is
+// a segment of its own, and a completed free returns it to the device at once; with
+// expandable segments configured, allocations still take plain segments.
+TEST(caching_off_returns_every_free_to_the_device) {
+  Fixture f(256 * MiB, AllocatorConfig::parse("expandable_segments:True"));
+  f.a().free(f.a().malloc(3 * MiB, 0));
+  CHECK(f.cur(kReservedBytes) > 0);
+  f.a().set_caching_enabled(false);
+  CHECK(!f.a().caching_enabled());
+  CHECK_EQ(f.cur(kReservedBytes), std::int64_t{0});
+  DevicePtr p = f.a().malloc(1000, 0);
+  DevicePtr q = f.a().malloc(5 * MiB, 0);
+  CHECK_EQ(f.cur(kReservedBytes), std::int64_t{1024 + 5 * MiB});
+  CHECK_EQ(f.cur(kSegment), std::int64_t{2});
+  CHECK_EQ(f.sim().live_allocations(), std::size_t{2});
+  CHECK_VALID(f.a());
+  f.a().free(p);
+  CHECK_EQ(f.cur(kReservedBytes), std::int64_t{5 * MiB});
+  // A free that waits on another stream's work returns when that work is done.
+  StreamId side = f.a().create_stream();
+  f.sim().hold_stream(side, true);
+  f.a().record_stream(q, side);
+  f.a().free(q);
+  CHECK_EQ(f.cur(kReservedBytes), std::int64_t{5 * MiB});
+  f.sim().complete_stream(side);
+  f.a().free(f.a().malloc(512, 0));  // collects the completed event, and returns its own segment
+  CHECK_EQ(f.cur(kReservedBytes), std::int64_t{0});
+  CHECK_EQ(f.sim().live_allocations(), std::size_t{0});
+  CHECK_VALID(f.a());
+  f.a().set_caching_enabled(true);
+  f.a().free(f.a().malloc(1000, 0));
+  CHECK_EQ(f.cur(kReservedBytes), std::int64_t{2 * MiB});  // cached again
+  CHECK_VALID(f.a());
+}
