@@ -224,6 +224,8 @@ export interface NativeBinding {
   cachingEnabled(device: number): boolean;
   /** [base, size, stream, stackId, tagId, pool] of the live allocation holding ptr, or null. */
   allocationInfo(device: number, ptr: number): Float64Array | null;
+  /** An `annotate` history entry on the live allocation holding ptr (InvalidPointerError if none). */
+  annotateMemory(device: number, ptr: number, stackId: number, tagId: number): void;
   setMemoryFraction(device: number, fraction: number): void;
   getMemoryFraction(device: number): number;
   /** The stat at statKeys() position `index`: one value, without filling all of them. */

@@ -16,7 +16,7 @@ import { getMemoryMetadata, setMemoryMetadata } from './history/metadata.js';
 
 export { annotate, type Region } from './history/annotations.js';
 export { withMemoryMetadata } from './history/metadata.js';
-export { _allocation_traceback } from './history/traceback.js';
+export { _allocation_traceback, _annotate_memory } from './history/live-allocation.js';
 export { caching_allocator_enable, caching_allocator_disabled } from './caching.js';
 export { MemPool, use_mem_pool } from './mem-pool.js';
 export { onOutOfMemory, dumpSnapshotOnOutOfMemory, type OutOfMemoryEvent } from './oom.js';

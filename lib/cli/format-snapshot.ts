@@ -78,9 +78,11 @@ export function renderTrace(snapshot: Snapshot, o: TraceOptions): string {
     const e = traces[i]!;
     const top = topFrame(e.frames);
     const where = top ? `  ${top.name} ${top.filename}:${top.line}` : '';
+    // The allocation's label, or an annotate entry's note: what the memory is for.
+    const label = e.user_metadata ? `  [${e.user_metadata}]` : '';
     const addr = e.action === 'oom' ? `free ${humanBytes(e.device_free ?? 0)}` : hex(e.addr);
     const ms = typeof e.time_us === 'number' ? ((e.time_us - t0) / 1000).toFixed(3).padStart(10) : '         ?';
-    lines.push(`${String(i).padStart(7)} ${ms} ms  ${e.action.padEnd(15)} ${addr.padEnd(16)} ${humanBytes(e.size).padStart(11)}  stream ${hex(e.stream)}${where}`);
+    lines.push(`${String(i).padStart(7)} ${ms} ms  ${e.action.padEnd(15)} ${addr.padEnd(16)} ${humanBytes(e.size).padStart(11)}  stream ${hex(e.stream)}${label}${where}`);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -35,7 +35,9 @@ export interface Segment {
 
 export type TraceAction =
   | 'alloc' | 'free_requested' | 'free_completed' | 'segment_alloc' | 'segment_free'
-  | 'segment_map' | 'segment_unmap' | 'snapshot' | 'oom';
+  | 'segment_map' | 'segment_unmap' | 'snapshot' | 'oom'
+  /** Metadata attached to a live allocation after the fact (_annotate_memory), in user_metadata. */
+  | 'annotate';
 
 export interface TraceEntry {
   action: TraceAction;

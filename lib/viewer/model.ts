@@ -9,7 +9,7 @@ import { orderKeyOf, type OrderKey } from '../analysis/order.js';
 
 export const ACTIONS: TraceAction[] = [
   'alloc', 'free_requested', 'free_completed', 'segment_alloc', 'segment_free', 'segment_map', 'segment_unmap',
-  'snapshot', 'oom',
+  'snapshot', 'oom', 'annotate',
 ];
 const BLOCK_STATES = ['active_allocated', 'active_pending_free', 'inactive'] as const;
 

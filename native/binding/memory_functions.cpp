@@ -123,6 +123,15 @@ Napi::Value AllocationInfo(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// annotateMemory(device, ptr, stackId, tagId)
+Napi::Value AnnotateMemory(const Napi::CallbackInfo& info) {
+  auto& a = runtime(info).allocator(device_arg(info, 0));
+  const auto stack = static_cast<std::uint32_t>(u64_arg(info, 2, "stackId"));
+  const auto tag = static_cast<std::uint32_t>(u64_arg(info, 3, "tagId"));
+  a.annotate(u64_arg(info, 1, "ptr"), CallContext{stack, tag});
+  return info.Env().Undefined();
+}
+
 Napi::Value MemGetInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::size_t free_bytes = 0;
@@ -231,6 +240,7 @@ void register_memory_functions(Napi::Env env, Napi::Object exports) {
   export_function<SetCachingEnabled>(env, exports, "setCachingEnabled");
   export_function<CachingEnabled>(env, exports, "cachingEnabled");
   export_function<AllocationInfo>(env, exports, "allocationInfo");
+  export_function<AnnotateMemory>(env, exports, "annotateMemory");
   export_function<SetMemoryFraction>(env, exports, "setMemoryFraction");
   export_function<GetMemoryFraction>(env, exports, "getMemoryFraction");
   export_function<SetAllocatorSettings>(env, exports, "setAllocatorSettings");

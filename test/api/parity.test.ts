@@ -2,7 +2,8 @@
 // the current memory metadata, one allocation's traceback, caching off, Node's own frames
 // out of stacks.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ArgumentTypeError, InvalidArgumentError, cuda, memory } from '../../lib/index.js';
+import { ArgumentTypeError, InvalidArgumentError, InvalidPointerError, analysis, cuda, memory } from '../../lib/index.js';
+import { renderTrace } from '../../lib/cli/format-snapshot.js';
 import { native } from '../../lib/native.js';
 import { capture } from '../../lib/history/record.js';
 import { resetMemoryMetadata } from '../../lib/history/metadata.js';
@@ -186,6 +187,45 @@ describe('caching off', () => {
     expect(memory.memory_reserved()).toBe(2 * MiB);  // b still holds the segment
     b.free();
     expect(memory.memory_reserved()).toBe(0);
+    expectValid();
+  });
+});
+
+describe('_annotate_memory', () => {
+  function packForBackward(b: ReturnType<typeof cuda.alloc>) {
+    memory._annotate_memory(b, 'saved for backward');
+  }
+
+  it('records an annotate entry at the allocation, with its stack; the allocation keeps its own label', () => {
+    memory._record_memory_history({ enabled: 'all', context: 'all' });
+    const a = cuda.alloc(1000, { tag: 'activations' });
+    packForBackward(a);
+    memory._annotate_memory(a.ptr + 10, 'second note');
+    const t = traces();
+    const notes = t.filter((e) => e.action === 'annotate');
+    expect(notes.map((e) => [e.addr, e.size, e.user_metadata])).toEqual([[a.ptr, 1000, 'saved for backward'], [a.ptr, 1000, 'second note']]);
+    expect(notes[0]!.frames![0]!.name).toBe('packForBackward');
+    const block = memory._snapshot().segments[0]!.blocks.find((k) => k.address === a.ptr)!;
+    expect(block.user_metadata).toBe('activations');
+    // Not a change of state: replay reads the history as if the notes were not there.
+    a.free();
+    const snap = memory._snapshot();
+    memory._record_memory_history(null);
+    const report = analysis.replayOnSim(snap);
+    expect(report.firstDivergence).toBeNull();
+    expect(renderTrace(snap, { device: 0, limit: 100, skip: 0 })).toMatch(/annotate .*\[saved for backward\].*packForBackward/);
+  });
+
+  it('skipActions keeps it out of the ring; with history off nothing is recorded; a dead address is an error', () => {
+    memory._record_memory_history({ enabled: 'all', skipActions: ['annotate'] });
+    const a = cuda.alloc(512);
+    memory._annotate_memory(a, 'x');
+    expect(traces().some((e) => e.action === 'annotate')).toBe(false);
+    memory._record_memory_history(null);
+    memory._annotate_memory(a, 'x');
+    expect(() => memory._annotate_memory(a.ptr + 4096, 'x')).toThrow(InvalidPointerError);
+    a.free();
+    expect(() => memory._annotate_memory(a, 'x')).toThrow(/_annotate_memory/);
     expectValid();
   });
 });

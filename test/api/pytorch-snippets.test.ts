@@ -50,6 +50,21 @@ backend = torch.cuda.memory.get_allocator_backend()`,
     },
   },
   {
+    title: 'a note on memory after the fact',
+    python: `
+torch.cuda.memory._record_memory_history(context="all", max_entries=1000)
+t = torch.empty(64, device="cuda")
+torch.cuda.memory._annotate_memory(t.data_ptr(), "saved for backward")
+snapshot = torch.cuda.memory._snapshot()`,
+    js: () => {
+      memory._record_memory_history({ context: 'all', max_entries: 1000 });
+      const t = cuda.alloc(64 * 4);
+      memory._annotate_memory(t.ptr, 'saved for backward');
+      const snapshot = memory._snapshot();
+      expect(snapshot.device_traces[0]!.some((e) => e.action === 'annotate' && e.user_metadata === 'saved for backward')).toBe(true);
+    },
+  },
+  {
     title: 'caching off for a compute-sanitizer run',
     python: `
 torch.cuda.memory.caching_allocator_enable(False)

@@ -251,6 +251,10 @@ const CALLS: Call[] = [
   { name: 'memory._allocation_traceback', param: 'buffer', valid: (v) => isInt(v, 0, 2 ** 53 - 1), extra: () => [S.freed, S.stale, ...forgedBuffer()],
     call: (v) => memory._allocation_traceback(v as number) },
   { name: 'memory._allocation_traceback', param: 'device', valid: kinds.device, extra: () => [1], call: (v) => memory._allocation_traceback(S.buf, v as number) },
+  { name: 'memory._annotate_memory', param: 'buffer|_annotate_memory', valid: kinds.none, extra: () => [S.freed, S.stale, ...forgedBuffer(), 123],
+    call: (v) => memory._annotate_memory(v as number, 'note') },
+  { name: 'memory._annotate_memory', param: 'metadata', valid: kinds.string, call: (v) => memory._annotate_memory(S.buf, v as string) },
+  { name: 'memory._annotate_memory', param: 'device', valid: kinds.device, extra: () => [1], call: (v) => memory._annotate_memory(S.buf, 'note', v as number) },
   { name: 'memory.caching_allocator_enable', param: 'value', valid: kinds.optionalBool, call: (v) => memory.caching_allocator_enable(v as boolean) },
   { name: 'memory.caching_allocator_disabled', param: 'fn', valid: kinds.fn, call: (v) => memory.caching_allocator_disabled(v as () => void) },
   ...(['record_context', 'trace_alloc_record_context', 'clear_history', 'record_context_cpp'] as const).map((key): Call => ({

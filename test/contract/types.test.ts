@@ -66,7 +66,12 @@ describe('public types', () => {
     expectTypeOf(memory.mem_get_info).returns.toEqualTypeOf<[number, number]>();
     expectTypeOf<TraceEntry['action']>().toEqualTypeOf<
       'alloc' | 'free_requested' | 'free_completed' | 'segment_alloc' | 'segment_free' | 'segment_map' | 'segment_unmap' | 'snapshot' | 'oom'
+      | 'annotate'
     >();
+    expectTypeOf(memory._allocation_traceback).returns.toEqualTypeOf<{ filename: string; line: number; name: string; column: number }[] | null>();
+    expectTypeOf(memory._annotate_memory).parameters.toEqualTypeOf<[DeviceBuffer | number, string, (number | undefined)?]>();
+    expectTypeOf(memory.withMemoryMetadata<number>).returns.toEqualTypeOf<number>();
+    expectTypeOf(memory.caching_allocator_disabled<string>).returns.toEqualTypeOf<string>();
     expectTypeOf(loadSnapshot).returns.toEqualTypeOf<Snapshot>();
   });
 

@@ -282,3 +282,36 @@ TEST(clock_recalibration_is_continuous_and_converges) {
   const double err = std::fabs(c.to_unix_us(now.ticks) - now.wall_us);
   if (err > 2000) harness::fail(__FILE__, __LINE__, "converted time is " + std::to_string(err) + " us off the wall clock");
 }
+
+// _annotate_memory: an `annotate` entry at the live allocation's base (any address inside
+// it names it), carrying the tag and the annotation site's stack; no stat moves; a dead
+// address throws and records nothing; the skip mask keeps it out.
+TEST(annotate_records_a_note_on_a_live_allocation) {
+  Fixture f;
+  f.a().set_history(all_history(RecordContext::kAll));
+  const DevicePtr p = f.a().malloc(1000, 0, 0, CallContext{1, 0});
+  const DeviceStats before = f.a().stats();
+  f.a().annotate(p + 100, CallContext{7, 42});
+  auto t = traces(f.a());
+  CHECK(t.back().action == TraceAction::kAnnotate);
+  CHECK_EQ(t.back().addr, p);
+  CHECK_EQ(t.back().size, std::uint64_t{1000});
+  CHECK_EQ(t.back().tag, std::uint32_t{42});
+  CHECK_EQ(t.back().stack, std::uint32_t{7});
+  CHECK(f.a().stats().arrays[kAllocatedBytes][kAggregate].current == before.arrays[kAllocatedBytes][kAggregate].current);
+  const auto notes = [&] {
+    std::size_t k = 0;
+    for (const TraceEntry& e : traces(f.a())) k += e.action == TraceAction::kAnnotate ? 1 : 0;
+    return k;
+  };
+  CHECK_EQ(notes(), std::size_t{1});
+  CHECK_THROWS(f.a().annotate(p + 1024, CallContext{7, 42}), InvalidPointerError, "ERR_CCA_INVALID_POINTER");
+  CHECK_EQ(notes(), std::size_t{1});
+  HistoryOptions skip = all_history(RecordContext::kAll);
+  skip.skip_mask = 1u << static_cast<unsigned>(TraceAction::kAnnotate);
+  f.a().set_history(skip);
+  f.a().annotate(p, CallContext{0, 1});
+  CHECK_EQ(notes(), std::size_t{1});
+  f.a().free(p);
+  CHECK_VALID(f.a());
+}

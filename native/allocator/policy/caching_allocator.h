@@ -153,6 +153,10 @@ class DeviceCachingAllocator {
   };
   // The same lookup with what the allocation was made with (memory._allocation_traceback).
   bool allocation_info(DevicePtr inside, AllocationInfo* out) const;
+  // Records an `annotate` history entry for the live allocation holding `inside` with
+  // ctx's tag and stack (PyTorch's _annotate_memory); InvalidPointerError, changing
+  // nothing, when no live allocation holds it.
+  void annotate(DevicePtr inside, CallContext ctx);
   // Makes a stream the allocator did not create usable with it (counted: each adopt needs a
   // release). InvalidArgumentError (ERR_CCA_INVALID_STREAM) for 0 or a stream created here.
   void adopt_stream(StreamId stream);

@@ -54,6 +54,16 @@ bool DeviceCachingAllocator::allocation_info(DevicePtr inside, AllocationInfo* o
   return true;
 }
 
+void DeviceCachingAllocator::annotate(DevicePtr inside, CallContext ctx) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Block* found = allocated_block_holding(inside);
+  if (found == nullptr) {
+    throw InvalidPointerError("_annotate_memory: " + hex(inside) + " is not inside a live allocation on device " +
+                              std::to_string(device_.index()));
+  }
+  ledger_.annotated(found, ctx.stack, ctx.tag);
+}
+
 const Block* DeviceCachingAllocator::allocated_block_holding(DevicePtr inside) const {
   const Block* found = ledger_.find_allocated(inside);
   if (found != nullptr) return found;

@@ -105,6 +105,14 @@ void Ledger::snapshot_taken(std::uint64_t active_bytes) {
   commit(change);
 }
 
+void Ledger::annotated(const Block* block, std::uint32_t stack, std::uint32_t tag) {
+  if (!tracing()) return;
+  StateChange change(true);
+  change.trace(TraceAction::kAnnotate, block->ptr, block->requested_size, block->stream, trace_stack(stack), tag,
+               block->pool->pool_id);
+  commit(change);
+}
+
 void Ledger::free_block_searched(const BlockPool& pool) { ++own(&pool)->get_free_blocks_call_count; }
 
 void Ledger::pool_created(std::uint32_t id) { pools_.emplace(id, std::make_unique<PrivatePool>(id)); }

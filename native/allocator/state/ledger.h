@@ -128,6 +128,10 @@ class Ledger {
   // The request that could not be met, of `pool` (its MemPool id on the entry, as PyTorch's).
   void oom(std::uint64_t device_free, std::size_t rounded, StreamId stream, const BlockPool& pool, std::uint32_t stack);
   void snapshot_taken(std::uint64_t active_bytes);
+  // Metadata attached to a live block after the fact (PyTorch's _annotate_memory): an
+  // `annotate` entry at the block's address carrying `tag` and the annotation site's stack.
+  // Changes no state; nothing to record with history off.
+  void annotated(const Block* block, std::uint32_t stack, std::uint32_t tag);
   // A best-fit search while garbage collection is on: blocks age by these.
   void free_block_searched(const BlockPool& pool);
   // MemPools.

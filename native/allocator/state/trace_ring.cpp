@@ -4,7 +4,8 @@ namespace cca {
 
 namespace {
 const char* const kNames[] = {"alloc",        "free_requested", "free_completed", "segment_alloc", "segment_free",
-                              "segment_map",  "segment_unmap",  "snapshot",       "oom"};
+                              "segment_map",  "segment_unmap",  "snapshot",       "oom",
+                              "annotate"};
 }
 
 const char* trace_action_name(TraceAction action) {

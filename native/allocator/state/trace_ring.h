@@ -18,6 +18,7 @@ enum class TraceAction : std::uint8_t {
   kSegmentUnmap,
   kSnapshot,
   kOom,
+  kAnnotate,  // metadata attached to a live allocation after the fact (_annotate_memory)
   kNumActions,
 };
 
@@ -29,7 +30,8 @@ const char* trace_action_name(TraceAction action);
 struct TraceEntry {
   std::uint64_t addr;    // for kOom: the device's free bytes
   std::uint64_t size;    // alloc: the caller's size; free_*: requested size; segment_*: its size;
-                         // oom: the rounded request; snapshot: active bytes
+                         // oom: the rounded request; snapshot: active bytes; annotate: the
+                         // allocation's requested size
   std::uint64_t stream;
   std::uint64_t ticks;   // clock_ticks() when recorded
   // The event's place in the device's history, from the counter annotations also draw on:
