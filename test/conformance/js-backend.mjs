@@ -107,4 +107,29 @@ test('expandable segments map, copy across pages, and unmap', () => {
   memory._set_allocator_settings('');
 });
 
+test('caching off: every free goes back to the driver; notes and tracebacks on live memory', () => {
+  memory.empty_cache();
+  const [freeBefore] = memory.mem_get_info();
+  memory._record_memory_history({ enabled: 'all', context: 'all', maxEntries: 1000 });
+  memory.caching_allocator_disabled(() => {
+    const b = cuda.alloc(64 * MiB);
+    b.copyFrom(new Uint8Array(16).fill(9));
+    assert.equal(memory.memory_reserved(), 64 * MiB);
+    memory._annotate_memory(b, 'checked on the driver');
+    assert.ok(memory._allocation_traceback(b).length > 0);
+    b.free();
+    assert.equal(memory.memory_reserved(), 0);
+  });
+  const [freeAfter] = memory.mem_get_info();
+  // The driver got the memory back (other processes may move the figure by a little).
+  assert.ok(Math.abs(freeAfter - freeBefore) < 32 * MiB, `free before ${freeBefore}, after ${freeAfter}`);
+  const t = memory._snapshot().device_traces[0];
+  assert.ok(t.some((e) => e.action === 'annotate' && e.user_metadata === 'checked on the driver'));
+  assert.ok(t.some((e) => e.action === 'segment_free' && e.size === 64 * MiB));
+  memory._record_memory_history(null);
+  cuda.alloc(MiB).free();
+  assert.ok(memory.memory_reserved() > 0);  // caching back on
+  memory.empty_cache();
+});
+
 await runCases(cases, memory);

@@ -48,11 +48,11 @@ function conformance(env: Record<string, string>): string {
 
 describe.skipIf(!existsSync(fileURLToPath(ENTRY)))('JS conformance script', () => {
   it('passes on the sim', () => {
-    expect(conformance({ CCA_DEVICE: 'sim', CCA_EXPECT_BACKEND: 'sim' })).toMatch(/\n7 passed, 0 failed\n$/);
+    expect(conformance({ CCA_DEVICE: 'sim', CCA_EXPECT_BACKEND: 'sim' })).toMatch(/\n8 passed, 0 failed\n$/);
   });
   it.skipIf(!haveFake)('passes on the cuda backend over the fake driver', () => {
     expect(conformance({ CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, FAKE_CUDA_CAPACITY_MB: '1024' }))
-      .toMatch(/\n7 passed, 0 failed\n$/);
+      .toMatch(/\n8 passed, 0 failed\n$/);
   });
 });
 
