@@ -222,8 +222,8 @@ export interface NativeBinding {
   /** Caching on or off on every device (off: each allocation its own segment, freed to the device at once). */
   setCachingEnabled(enabled: boolean): void;
   cachingEnabled(device: number): boolean;
-  /** [base, size, stream, stackId, tagId, pool] of the live allocation holding ptr, or null. */
-  allocationInfo(device: number, ptr: number): Float64Array | null;
+  /** The stack id of the live allocation holding ptr (0: none captured), -1 when none holds it. */
+  allocationStack(device: number, ptr: number): number;
   /** An `annotate` history entry on the live allocation holding ptr (InvalidPointerError if none). */
   annotateMemory(device: number, ptr: number, stackId: number, tagId: number): void;
   setMemoryFraction(device: number, fraction: number): void;

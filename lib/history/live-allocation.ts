@@ -30,9 +30,9 @@ function locate(buffer: DeviceBuffer | number, device: number | undefined, opera
  */
 export function _allocation_traceback(buffer: DeviceBuffer | number, device?: number): Frame[] | null {
   const { d, ptr } = locate(buffer, device, '_allocation_traceback');
-  const info = native.allocationInfo(d, ptr);
-  if (info === null || info[3] === 0) return null;
-  const frames = stacks.frames(info[3]!);
+  const stack = native.allocationStack(d, ptr);
+  if (stack <= 0) return null;  // no live allocation there, or no stack kept for it
+  const frames = stacks.frames(stack);
   return frames.length === 0 ? null : frames;
 }
 

@@ -105,22 +105,13 @@ Napi::Value CachingEnabled(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), runtime(info).allocator(device_arg(info, 0)).caching_enabled());
 }
 
-// allocationInfo(device, ptr) -> [base, size, stream, stackId, tagId, pool] of the live
-// allocation holding ptr, or null.
-Napi::Value AllocationInfo(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
+// allocationStack(device, ptr) -> the stack id of the live allocation holding ptr (0: none
+// captured), or -1 when no live allocation holds it.
+Napi::Value AllocationStack(const Napi::CallbackInfo& info) {
   auto& a = runtime(info).allocator(device_arg(info, 0));
-  DeviceCachingAllocator::AllocationInfo found;
-  if (!a.allocation_info(u64_arg(info, 1, "ptr"), &found)) return env.Null();
-  Napi::Float64Array out = Napi::Float64Array::New(env, 6);
-  double* v = out.Data();
-  v[0] = static_cast<double>(found.base);
-  v[1] = static_cast<double>(found.size);
-  v[2] = static_cast<double>(found.stream);
-  v[3] = found.stack;
-  v[4] = found.tag;
-  v[5] = found.pool;
-  return out;
+  std::uint32_t stack = 0;
+  const bool live = a.allocation_stack(u64_arg(info, 1, "ptr"), &stack);
+  return Napi::Number::New(info.Env(), live ? static_cast<double>(stack) : -1.0);
 }
 
 // annotateMemory(device, ptr, stackId, tagId)
@@ -239,7 +230,7 @@ void register_memory_functions(Napi::Env env, Napi::Object exports) {
   export_function<MemGetInfo>(env, exports, "memGetInfo");
   export_function<SetCachingEnabled>(env, exports, "setCachingEnabled");
   export_function<CachingEnabled>(env, exports, "cachingEnabled");
-  export_function<AllocationInfo>(env, exports, "allocationInfo");
+  export_function<AllocationStack>(env, exports, "allocationStack");
   export_function<AnnotateMemory>(env, exports, "annotateMemory");
   export_function<SetMemoryFraction>(env, exports, "setMemoryFraction");
   export_function<GetMemoryFraction>(env, exports, "getMemoryFraction");

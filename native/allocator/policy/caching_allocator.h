@@ -143,16 +143,9 @@ class DeviceCachingAllocator {
   OwnerCounters read_counters(const OwnerCounters& counters) const;
   // The live allocation holding `inside` (its base, requested size and stream); false if none.
   bool find_allocation(DevicePtr inside, DevicePtr* base, std::uint64_t* size, StreamId* stream) const;
-  struct AllocationInfo {
-    DevicePtr base = 0;
-    std::uint64_t size = 0;  // as requested
-    StreamId stream = 0;
-    std::uint32_t stack = 0;  // the allocation's stack id (0: none captured)
-    std::uint32_t tag = 0;
-    std::uint32_t pool = 0;   // its MemPool's id, 0 for the default pools
-  };
-  // The same lookup with what the allocation was made with (memory._allocation_traceback).
-  bool allocation_info(DevicePtr inside, AllocationInfo* out) const;
+  // The stack id the live allocation holding `inside` was made with (0: none captured), for
+  // memory._allocation_traceback; false if no live allocation holds it.
+  bool allocation_stack(DevicePtr inside, std::uint32_t* stack) const;
   // Records an `annotate` history entry for the live allocation holding `inside` with
   // ctx's tag and stack (PyTorch's _annotate_memory); InvalidPointerError, changing
   // nothing, when no live allocation holds it.

@@ -41,16 +41,11 @@ bool DeviceCachingAllocator::find_allocation_locked(DevicePtr inside, DevicePtr*
   return true;
 }
 
-bool DeviceCachingAllocator::allocation_info(DevicePtr inside, AllocationInfo* out) const {
+bool DeviceCachingAllocator::allocation_stack(DevicePtr inside, std::uint32_t* stack) const {
   std::lock_guard<std::mutex> lock(mu_);
   const Block* found = allocated_block_holding(inside);
   if (found == nullptr) return false;
-  out->base = found->ptr;
-  out->size = found->requested_size;
-  out->stream = found->stream;
-  out->stack = found->alloc_stack;
-  out->tag = found->tag;
-  out->pool = found->pool->pool_id;
+  *stack = found->alloc_stack;
   return true;
 }
 
