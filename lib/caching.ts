@@ -1,6 +1,7 @@
 // Caching on and off (PyTorch's caching_allocator_enable), and the scoped form. The
 // allocators hold the switch; this module keeps what decides it: the setting, and how many
 // caching_allocator_disabled scopes are open.
+import { generation } from './generation.js';
 import { native } from './native.js';
 import { runScoped } from './scoped.js';
 import { checkBoolean, typeError } from './validate.js';
@@ -34,7 +35,10 @@ export function caching_allocator_disabled<T>(fn: () => T): T {
   if (typeof fn !== 'function') throw typeError('a function', 'fn', fn);
   disabledScopes++;
   applyCaching();
+  const opened = generation();
   return runScoped(fn, () => {
+    // The runtime was replaced meanwhile (cuda.sim.configure): its count started again at 0.
+    if (generation() !== opened) return;
     disabledScopes--;
     applyCaching();
   });

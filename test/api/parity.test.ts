@@ -6,17 +6,10 @@ import { ArgumentTypeError, InvalidArgumentError, InvalidPointerError, analysis,
 import { renderTrace } from '../../lib/cli/format-snapshot.js';
 import { native } from '../../lib/native.js';
 import { capture } from '../../lib/history/record.js';
-import { resetMemoryMetadata } from '../../lib/history/metadata.js';
-import { MiB, expectValid, freshSim } from '../support/helpers.js';
+import { MiB, expectValid, freshParityState, freshSim, restoreParityState } from '../support/helpers.js';
 
-beforeEach(() => {
-  freshSim();
-  memory._record_memory_history(null);
-});
-afterEach(() => {
-  resetMemoryMetadata();
-  memory.caching_allocator_enable(true);
-});
+beforeEach(freshParityState);
+afterEach(restoreParityState);
 
 const traces = () => memory._snapshot().device_traces[0]!;
 
@@ -176,6 +169,19 @@ describe('caching off', () => {
     memory.caching_allocator_enable(false);
     memory.caching_allocator_disabled(() => 1);
     expect(native.cachingEnabled(0)).toBe(false);  // still off: the setting said so
+  });
+
+  it('a scope still open when the runtime is replaced leaves the new runtime caching', async () => {
+    let end!: () => void;
+    const open = memory.caching_allocator_disabled(() => new Promise<void>((r) => { end = r; }));
+    expect(native.cachingEnabled(0)).toBe(false);
+    freshSim();
+    expect(native.cachingEnabled(0)).toBe(true);
+    end();
+    await open;
+    expect(native.cachingEnabled(0)).toBe(true);
+    memory.caching_allocator_disabled(() => expect(native.cachingEnabled(0)).toBe(false));
+    expect(native.cachingEnabled(0)).toBe(true);  // the count was not left at -1
   });
 
   it('memory allocated before caching went off returns once its segment is free', () => {
