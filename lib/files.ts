@@ -94,7 +94,6 @@ export function readStandardInput(maxBytes: number, limitHint: string): Buffer {
         Atomics.wait(wait, 0, 0, 5);
         continue;
       }
-      if (code === 'EOF') break;
       throw readError('standard input', e as NodeJS.ErrnoException);
     }
     if (n === 0) break;

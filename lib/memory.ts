@@ -12,10 +12,9 @@ import { formatFor, writeSnapshotFile, type WriteResult } from './snapshot/dump.
 import { recordMemoryHistory, type HistoryEnabled, type RecordHistoryOptions } from './history/record.js';
 import type { Segment, Snapshot } from './snapshot/types.js';
 import { markChecked } from './snapshot/check.js';
-import { getMemoryMetadata, setMemoryMetadata } from './history/metadata.js';
 
 export { annotate, type Region } from './history/annotations.js';
-export { withMemoryMetadata } from './history/metadata.js';
+export { _get_memory_metadata, _set_memory_metadata, withMemoryMetadata } from './history/metadata.js';
 export { _allocation_traceback, _annotate_memory } from './history/live-allocation.js';
 export { caching_allocator_enable, caching_allocator_disabled } from './caching.js';
 export { MemPool, use_mem_pool } from './mem-pool.js';
@@ -274,18 +273,3 @@ export async function _dump_snapshot(filename = 'dump_snapshot.pickle', options?
 export function get_allocator_backend(): 'native' {
   return 'native';
 }
-
-/**
- * Sets the label that later allocations of this JS environment carry as `user_metadata`
- * (in snapshots, trace entries, `cca leaks --by tag`, the viewer), until changed; '' for
- * none. An allocation's own `tag` option wins. See withMemoryMetadata for a scoped label.
- */
-export function _set_memory_metadata(metadata: string): void {
-  setMemoryMetadata(metadata);
-}
-
-/** The label in force (the newest open withMemoryMetadata scope's, else _set_memory_metadata's); '' when none. */
-export function _get_memory_metadata(): string {
-  return getMemoryMetadata();
-}
-

@@ -22,14 +22,19 @@ function update(): void {
   currentMetadata.tagId = label === '' ? 0 : tags.id(label);
 }
 
-/** Sets the label later allocations carry as user_metadata ('' for none). A call's own `tag` still wins. */
-export function setMemoryMetadata(metadata: string): void {
+/**
+ * Sets the label that later allocations of this JS environment carry as `user_metadata`
+ * (in snapshots, trace entries, `cca diff`'s per-tag table, the viewer's search), until
+ * changed; '' for none. An allocation's own `tag` option wins. withMemoryMetadata is the
+ * scoped form.
+ */
+export function _set_memory_metadata(metadata: string): void {
   base = checkString('metadata', metadata);
   update();
 }
 
 /** The label in force: the newest open withMemoryMetadata scope's, else _set_memory_metadata's ('' by default). */
-export function getMemoryMetadata(): string {
+export function _get_memory_metadata(): string {
   return open.length > 0 ? open[open.length - 1]!.label : base;
 }
 

@@ -36,13 +36,14 @@ export function isShared(obj: object): boolean {
 // the same way). Dropped when stacks are symbolized unless `keepNodeFrames` is set.
 const isNodeFrame = (s: NodeJS.CallSite): boolean => (s.getFileName() ?? '').startsWith('node:');
 
-const toFrames = (sites: NodeJS.CallSite[]): Frame[] =>
+const toFrames = (_e: unknown, sites: NodeJS.CallSite[]): Frame[] =>
   sites.map((s) => ({
     filename: s.getFileName() ?? s.getScriptNameOrSourceURL() ?? '<unknown>',
     line: s.getLineNumber() ?? 0,
     name: s.getFunctionName() ?? (s.getMethodName() ? `${s.getTypeName() ?? ''}.${s.getMethodName()}` : '<anonymous>'),
     column: s.getColumnNumber() ?? 0,
   }));
+const toOwnFrames = (e: unknown, sites: NodeJS.CallSite[]): Frame[] => toFrames(e, sites.filter((s) => !isNodeFrame(s)));
 
 export class StackStore {
   /** Frames kept per stack. */
@@ -78,8 +79,7 @@ export class StackStore {
     if (!holder) return EMPTY;
     this.#pending.delete(id);
     const saved = Error.prepareStackTrace;
-    const keepNode = this.keepNodeFrames;
-    Error.prepareStackTrace = (_e: unknown, sites: NodeJS.CallSite[]) => toFrames(keepNode ? sites : sites.filter((x) => !isNodeFrame(x)));
+    Error.prepareStackTrace = this.keepNodeFrames ? toFrames : toOwnFrames;
     let frames: Frame[];
     try {
       frames = (holder.stack as Frame[] | undefined) ?? [];

@@ -3,8 +3,7 @@
 // options object, tensors become cuda.alloc buffers). Each JavaScript snippet runs.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cuda, memory } from '../../lib/index.js';
-import { resetMemoryMetadata } from '../../lib/history/metadata.js';
-import { freshSim } from '../support/helpers.js';
+import { freshParityState, restoreParityState } from '../support/helpers.js';
 
 interface Snippet {
   title: string;
@@ -98,14 +97,8 @@ const memoryCalls = (text: string, prefix: RegExp) => [...text.matchAll(prefix)]
 const pythonKeywords = (text: string) => new Set([...text.matchAll(/[(,]\s*(\w+)=/g)].map((m) => m[1]));
 const jsKeys = (text: string) => new Set([...text.matchAll(/[{,]\s*(\w+):/g)].map((m) => m[1]));
 
-beforeEach(() => {
-  freshSim();
-  memory._record_memory_history(null);
-});
-afterEach(() => {
-  resetMemoryMetadata();
-  memory.caching_allocator_enable(true);
-});
+beforeEach(freshParityState);
+afterEach(restoreParityState);
 
 describe('PyTorch snippets, ported', () => {
   for (const s of SNIPPETS) {

@@ -241,9 +241,12 @@ const CALLS: Call[] = [
   })),
   { name: 'memory._record_memory_history', param: 'options|enabled|max_entries', valid: historyFirstArg,
     extra: () => [{ enabled: 'all', maxEntriess: 10 }, { Enabled: 'all' }, { max_entries: 5, maxEntries: 5 }], call: (v) => memory._record_memory_history(v as never) },
-  ...(['compile_context', 'record_cuda', 'record_pinned_host_memory'] as const).map((key): Call => ({
-    name: 'memory._record_memory_history (legacy)', param: key, valid: (v) => v === undefined || v === (key !== 'record_pinned_host_memory') || (key === 'compile_context' && typeof v === 'boolean'),
-    call: (v) => memory._record_memory_history(true, { [key]: v }),
+  ...([
+    ['compile_context', kinds.optionalBool],
+    ['record_cuda', (v: unknown) => v === undefined || v === true],
+    ['record_pinned_host_memory', (v: unknown) => v === undefined || v === false],
+  ] as const).map(([key, valid]): Call => ({
+    name: 'memory._record_memory_history (legacy)', param: key, valid, call: (v) => memory._record_memory_history(true, { [key]: v }),
   })),
   { name: 'memory._set_memory_metadata', param: 'metadata', valid: kinds.string, call: (v) => memory._set_memory_metadata(v as string) },
   { name: 'memory.withMemoryMetadata', param: 'metadata', valid: kinds.string, call: (v) => memory.withMemoryMetadata(v as string, () => 1) },

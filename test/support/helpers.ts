@@ -1,5 +1,6 @@
 import { expect } from 'vitest';
 import { cuda, memory } from '../../lib/index.js';
+import { resetMemoryMetadata } from '../../lib/history/metadata.js';
 
 export const KiB = 1024;
 export const MiB = 1024 * 1024;
@@ -8,6 +9,18 @@ export const GiB = 1024 * MiB;
 /** Fresh simulated devices for each test. */
 export function freshSim(options: { devices?: number; capacityBytes?: number } = {}): void {
   cuda.sim.configure(options);
+}
+
+/** Fresh simulated devices with history off: the start of each PyTorch-parity test. */
+export function freshParityState(): void {
+  freshSim();
+  memory._record_memory_history(null);
+}
+
+/** What parity tests may leave behind that outlives the runtime: the label, caching off. */
+export function restoreParityState(): void {
+  resetMemoryMetadata();
+  memory.caching_allocator_enable(true);
 }
 
 export function expectValid(device = 0): void {
