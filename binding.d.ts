@@ -266,12 +266,17 @@ export interface NativeBinding {
   /** Unix microseconds of raw ticks, by the converter trace entries use. */
   ticksToUnixUs(ticks: Float64Array): Float64Array;
 
-  /** MemPools: ids n of (0, n). */
-  poolCreate(device: number): number;
+  /** MemPools: ids n of (0, n). noSplit: blocks never split; useOnOom: an OOM fallback. */
+  poolCreate(device: number, noSplit: boolean, useOnOom: boolean): number;
   poolBegin(device: number, pool: number): void;
   poolEnd(device: number, pool: number): void;
   poolRelease(device: number, pool: number): void;
   poolUseCount(device: number, pool: number): number;
+  /**
+   * Each live MemPool's reserved_bytes: 13 numbers per pool, its id n then all, small_pool
+   * and large_pool as current, peak, allocated, freed.
+   */
+  poolReservedStats(device: number): Float64Array;
 
   /**
    * Copies and fills at `offset` bytes into the live allocation whose address is `base`,

@@ -7,7 +7,7 @@ export * as monitoring from './monitoring/index.js';
 export * as interop from './interop/index.js';
 export { DeviceBuffer } from './device-buffer.js';
 export { HostBuffer } from './host-buffer.js';
-export { MemPool, use_mem_pool } from './mem-pool.js';
+export { MemPool, use_mem_pool, type MemPoolOptions } from './mem-pool.js';
 export { Stream, defaultStream } from './stream.js';
 export { loadSnapshot, parseSnapshot, DEFAULT_MAX_SNAPSHOT_BYTES, type LoadOptions } from './snapshot/load.js';
 export { encodeSnapshot } from './snapshot/dump.js';

@@ -2,7 +2,7 @@
 // inside memory.use_mem_pool(pool, fn) come from it and go back to it; its snapshot shows
 // only its segments; releasing it returns its cached memory once nothing uses it.
 import { runScoped } from './scoped.js';
-import { InvalidArgumentError } from './errors.js';
+import { ArgumentTypeError, InvalidArgumentError } from './errors.js';
 import { native } from './native.js';
 import { resolveDevice } from './device.js';
 import { generation } from './generation.js';
@@ -11,6 +11,26 @@ import { segmentsOf } from './snapshot/build.js';
 import { tuple } from './snapshot/tuple.js';
 import type { Segment } from './snapshot/types.js';
 
+export interface MemPoolOptions {
+  device?: number;
+  use_on_oom?: boolean;
+  useOnOom?: boolean;
+  no_split?: boolean;
+  noSplit?: boolean;
+}
+
+// One of a key's two spellings, checked as a boolean; false when neither is given.
+function poolFlag(o: MemPoolOptions, snake: 'use_on_oom' | 'no_split', camel: 'useOnOom' | 'noSplit'): boolean {
+  if (o[snake] !== undefined && o[camel] !== undefined) {
+    throw new ArgumentTypeError(`MemPool options give both ${snake} (PyTorch's spelling) and ${camel}: pass one of them`);
+  }
+  const name = o[snake] !== undefined ? snake : camel;
+  const value = o[name];
+  if (value === undefined) return false;
+  checkBoolean(`options.${name}`, value);
+  return value;
+}
+
 export class MemPool {
   /** PyTorch's id: the tuple (0, n). */
   readonly id: number[];
@@ -18,10 +38,26 @@ export class MemPool {
   #released = false;
   readonly #generation = generation();
 
-  constructor(options?: { device?: number }) {
-    const o = checkOptions<{ device: number }>('MemPool options', options, ['device']);
+  /** Whether its cached blocks serve other requests before an out-of-memory error. */
+  readonly use_on_oom: boolean;
+  /** Whether its blocks are never split. */
+  readonly no_split: boolean;
+
+  /**
+   * PyTorch's `MemPool(use_on_oom=False, no_split=False)` on a device (default: the current
+   * one). `use_on_oom`: when a request outside any MemPool finds no memory on the device,
+   * a cached block of this pool serves it before the cache is released and it fails.
+   * `no_split`: a request takes a whole cached block or a whole new segment, never a part.
+   * The camelCase spellings `useOnOom` / `noSplit` work too (one per key).
+   */
+  constructor(options?: MemPoolOptions) {
+    const o = checkOptions<MemPoolOptions>('MemPool options', options, [
+      'device', 'use_on_oom', 'useOnOom', 'no_split', 'noSplit',
+    ]);
     this.device = resolveDevice(o.device, 'options.device');
-    this.id = tuple(0, native.poolCreate(this.device));
+    this.use_on_oom = poolFlag(o, 'use_on_oom', 'useOnOom');
+    this.no_split = poolFlag(o, 'no_split', 'noSplit');
+    this.id = tuple(0, native.poolCreate(this.device, this.no_split, this.use_on_oom));
   }
 
   /** True for a MemPool made with `new MemPool()` (not an object with its prototype). */

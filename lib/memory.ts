@@ -38,13 +38,16 @@ function statValue(key: string, device: unknown): number {
 }
 
 /**
- * PyTorch's 122 flat stats keys, sorted: `{allocation,segment,active,inactive_split,
+ * PyTorch's flat stats keys, sorted: `{allocation,segment,active,inactive_split,
  * allocated_bytes,reserved_bytes,active_bytes,inactive_split_bytes,requested_bytes}.
  * {all,small_pool,large_pool}.{current,peak,allocated,freed}`, `oversize_allocations.*`,
  * `oversize_segments.*`, `num_alloc_retries`, `num_ooms`, `num_sync_all_streams`,
- * `num_device_alloc`, `num_device_free`, `max_split_size` (-1 when unlimited). Where
- * native code allocates through the C ABI (interop), each client name adds
- * `clients.<name>.{allocated_bytes,allocation}.{current,peak}` and `.num_allocs`/`.num_frees`.
+ * `num_device_alloc`, `num_device_free`, `max_split_size` (-1 when unlimited), and the newer
+ * `num_oom_rejections` (allocations refused by `throw_on_cudamalloc_oom`): 123 in all. Each
+ * live MemPool adds `reserved_bytes_by_private_pools.0_<n>.{all,small_pool,large_pool}.
+ * {current,peak,allocated,freed}` as PyTorch does. Where native code allocates through the
+ * C ABI (interop), each client name adds `clients.<name>.{allocated_bytes,allocation}.
+ * {current,peak}` and `.num_allocs`/`.num_frees`. Keys are sorted, as PyTorch's are.
  */
 export function memory_stats(device?: number): Record<string, number> {
   const names = statKeys();
@@ -53,6 +56,7 @@ export function memory_stats(device?: number): Record<string, number> {
   const out: Record<string, number> = {};
   for (let i = 0; i < names.length; i++) out[names[i]!] = values[i]!;
   // What native clients of the C ABI hold (not in PyTorch): clients.<name>.* per name.
+  let extra = false;
   for (const c of native.clients()) {
     if (c.device !== d) continue;
     const k = `clients.${c.name}`;
@@ -62,7 +66,26 @@ export function memory_stats(device?: number): Record<string, number> {
     out[`${k}.allocation.peak`] = c.allocationsPeak;
     out[`${k}.num_allocs`] = c.numAllocs;
     out[`${k}.num_frees`] = c.numFrees;
+    extra = true;
   }
+  const pools = native.poolReservedStats(d);
+  for (let i = 0; i < pools.length; i += 13) {
+    const k = `reserved_bytes_by_private_pools.0_${pools[i]}`;
+    for (let p = 0; p < 3; p++) {
+      for (let f = 0; f < 4; f++) out[`${k}.${POOL_NAMES[p]}.${FIELD_NAMES[f]}`] = pools[i + 1 + p * 4 + f]!;
+    }
+    extra = true;
+  }
+  // PyTorch's memory_stats() is sorted by key; the fixed keys already are.
+  return extra ? sortedByKey(out) : out;
+}
+
+const POOL_NAMES = ['all', 'small_pool', 'large_pool'] as const;
+const FIELD_NAMES = ['current', 'peak', 'allocated', 'freed'] as const;
+
+function sortedByKey(stats: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const key of Object.keys(stats).sort()) out[key] = stats[key]!;
   return out;
 }
 

@@ -55,6 +55,19 @@ export function renderSummary({ device, deviceName, stats, abbreviated }: Summar
   out.push(rule('-'));
   out.push(line('Oversize allocations', fields.map((f) => countCell(stats[`oversize_allocations.${f}`] ?? 0))));
   out.push(line('Oversize GPU segments', fields.map((f) => countCell(stats[`oversize_segments.${f}`] ?? 0))));
+  // Each MemPool's share of the reserved memory (reserved_bytes_by_private_pools).
+  const prefix = 'reserved_bytes_by_private_pools.';
+  const pools = [...new Set(Object.keys(stats).filter((k) => k.startsWith(prefix)).map((k) => k.split('.')[1]!))];
+  if (pools.length > 0) {
+    out.push(rule('-'));
+    out.push(centered('GPU reserved memory by MemPool (reserved_bytes_by_private_pools)'));
+  }
+  for (const id of pools) {
+    out.push(rule('-'));
+    const rows: Array<[string, string]> = [['all', `MemPool (${id.replace('_', ', ')})`]];
+    if (!abbreviated) rows.push(['large_pool', '      from large pool'], ['small_pool', '      from small pool']);
+    for (const [pool, name] of rows) out.push(line(name, fields.map((f) => sizeCell(stats[`${prefix}${id}.${pool}.${f}`] ?? 0))));
+  }
   out.push(rule('='));
   return `${out.join('\n')}\n`;
 }

@@ -61,7 +61,29 @@ export function renderSegments(snapshot: Snapshot): string {
     ]);
   }
   const widths = rows[0]!.map((_, c) => rows.reduce((w, r) => Math.max(w, r[c]!.length), 0));
-  return `${rows.map((r) => r.map((cell, c) => (c === 0 || c > 4 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join('  ')).join('\n')}\n`;
+  const table = rows.map((r) => r.map((cell, c) => (c === 0 || c > 4 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join('  '));
+  return `${[...table, ...poolTotals(snapshot)].join('\n')}\n`;
+}
+
+// Where MemPools hold segments: each pool's reserved and allocated memory, per device.
+function poolTotals(snapshot: Snapshot): string[] {
+  const totals = new Map<string, { device: number; pool: string; segments: number; reserved: number; allocated: number }>();
+  for (const s of snapshot.segments) {
+    const pool = Array.isArray(s.segment_pool_id) ? `(${s.segment_pool_id.join(', ')})` : '(0, 0)';
+    const key = `${s.device} ${pool}`;
+    const t = totals.get(key) ?? { device: s.device, pool, segments: 0, reserved: 0, allocated: 0 };
+    t.segments += 1;
+    t.reserved += s.total_size;
+    t.allocated += s.allocated_size ?? 0;
+    totals.set(key, t);
+  }
+  if (![...totals.values()].some((t) => t.pool !== '(0, 0)')) return [];
+  const out = ['', 'reserved by pool:'];
+  for (const t of [...totals.values()].sort((a, b) => a.device - b.device || a.pool.localeCompare(b.pool))) {
+    const name = t.pool === '(0, 0)' ? '(0, 0) default' : `${t.pool} MemPool`;
+    out.push(`  device ${t.device} ${name}: ${humanBytes(t.reserved)} reserved in ${t.segments} segment${t.segments === 1 ? '' : 's'}, ${humanBytes(t.allocated)} allocated`);
+  }
+  return out;
 }
 
 export interface TraceOptions {

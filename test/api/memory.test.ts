@@ -6,10 +6,11 @@ import { MiB, expectValid, freshSim } from '../support/helpers.js';
 beforeEach(() => freshSim());
 
 describe('memory_stats', () => {
-  it('has PyTorch\'s 122 keys in sorted order, with max_split_size -1 when unlimited', () => {
+  it('has PyTorch\'s 122 keys and the newer num_oom_rejections in sorted order, with max_split_size -1 when unlimited', () => {
     const stats = memory.memory_stats();
     const keys = Object.keys(stats);
-    expect(keys).toHaveLength(122);
+    expect(keys).toHaveLength(123);
+    expect(stats.num_oom_rejections).toBe(0);
     expect([...keys].sort()).toEqual(keys);
     expect(stats.max_split_size).toBe(-1);
     expect(keys).toContain('allocation.large_pool.peak');

@@ -275,8 +275,12 @@ const CALLS: Call[] = [
   { name: 'memory.annotate', param: 'fn', valid: kinds.optionalFn, call: (v) => memory.annotate('r', v as () => void) },
   { name: 'memory.onOutOfMemory', param: 'callback', valid: kinds.fn, call: (v) => memory.onOutOfMemory(v as never) },
   { name: 'memory.dumpSnapshotOnOutOfMemory', param: 'path', valid: (v) => v === null || (typeof v === 'string' && v !== ''), call: (v) => memory.dumpSnapshotOnOutOfMemory(v as string) },
-  { name: 'new MemPool', param: 'options', valid: kinds.options, extra: badOptions(['device']), call: (v) => new MemPool(v as never) },
+  { name: 'new MemPool', param: 'options', valid: kinds.options, extra: badOptions(['device', 'use_on_oom', 'no_split']), call: (v) => new MemPool(v as never) },
   { name: 'new MemPool', param: 'options.device', valid: kinds.device, call: (v) => new MemPool({ device: v as number }) },
+  ...(['use_on_oom', 'useOnOom', 'no_split', 'noSplit'] as const).map((key) => ({
+    name: 'new MemPool', param: `options.${key}`, valid: kinds.optionalBool,
+    call: (v: unknown) => new MemPool({ [key]: v }),
+  })),
   { name: 'use_mem_pool', param: 'pool', valid: kinds.none, extra: () => [S.released, Object.create(MemPool.prototype), { id: [0, 1] }], call: (v) => use_mem_pool(v as MemPool, () => 1) },
   { name: 'use_mem_pool', param: 'fn', valid: kinds.fn, call: (v) => use_mem_pool(S.pool, v as () => void) },
   { name: 'pool.snapshot', param: 'options', valid: kinds.options, extra: badOptions(['includeTraces']), call: (v) => S.pool.snapshot(v as never) },

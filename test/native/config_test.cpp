@@ -63,7 +63,7 @@ TEST(config_environment_precedence) {
 
 TEST(stats_keys_match_pytorch) {
   const auto& keys = stat_keys();
-  CHECK_EQ(keys.size(), std::size_t{122});
+  CHECK_EQ(keys.size(), std::size_t{123});
   for (std::size_t i = 1; i < keys.size(); ++i) CHECK(keys[i - 1] < keys[i]);
   auto has = [&](const char* k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); };
   CHECK(has("allocation.all.current"));
@@ -73,6 +73,7 @@ TEST(stats_keys_match_pytorch) {
   CHECK(has("num_alloc_retries"));
   CHECK(has("num_sync_all_streams"));
   CHECK(has("max_split_size"));
+  CHECK(has("num_oom_rejections"));  // PyTorch 2026: the 123rd
   CHECK(!has("allocated.all.current"));  // the docstring's name; the real key is allocation.*
   std::vector<double> v(keys.size());
   stat_values(DeviceStats{}, -1, v.data());

@@ -75,6 +75,7 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
   std::map<DevicePtr, Live> live;
   std::vector<std::vector<StreamId>> streams(2, std::vector<StreamId>{0});
   std::vector<std::uint32_t> routes(2, 0);  // the MemPool each device routes to, 0 for none
+  std::vector<std::uint32_t> fallbacks(2, 0);  // each device's use_on_oom MemPool, 0 for none
   std::size_t step = 0;
   // Device 1 records history into a small ring, so recording and wrap-around run under
   // the validator (and the sanitizers) too.
@@ -143,19 +144,30 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
         }
       } else if (op < 98) {
         // Toggle routing into a MemPool on this thread: create+begin, or end+release.
+        // A pool may split or not; once routing ends it is released, or kept as the
+        // device's out-of-memory fallback (use_on_oom) until the next one is made.
         auto& route = routes[static_cast<std::size_t>(dev)];
+        auto& fallback = fallbacks[static_cast<std::size_t>(dev)];
         if (route == 0) {
-          route = a.create_pool();
+          route = a.create_pool(rng.below(4) == 0);
           a.begin_allocate_to_pool(route);
         } else {
           a.end_allocate_to_pool(route);
-          a.release_pool(route);
+          if (fallback != 0) a.release_pool(fallback);
+          fallback = 0;
+          if (rng.below(2) == 0) {
+            a.set_use_on_oom(route, true);
+            fallback = route;
+          } else {
+            a.release_pool(route);
+          }
           route = 0;
         }
       } else if (op < 99) {
-        const std::uint64_t which = rng.below(3);
+        const std::uint64_t which = rng.below(4);
         a.set_config(which == 0   ? AllocatorConfig::parse("max_split_size_mb:40")
                      : which == 1 ? AllocatorConfig::parse("expandable_segments:True")
+                     : which == 2 ? AllocatorConfig::parse("throw_on_cudamalloc_oom:True")
                                   : AllocatorConfig{});
       } else if (rng.below(2) == 0) {
         a.set_memory_fraction(rng.below(2) ? 1.0 : 0.5);
@@ -173,6 +185,7 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
         f.a(d).end_allocate_to_pool(routes[static_cast<std::size_t>(d)]);
         f.a(d).release_pool(routes[static_cast<std::size_t>(d)]);
       }
+      if (fallbacks[static_cast<std::size_t>(d)] != 0) f.a(d).release_pool(fallbacks[static_cast<std::size_t>(d)]);
     }
     for (auto& [p, l] : live) f.a(l.device).free(p);
     for (int d = 0; d < 2; ++d) {

@@ -69,6 +69,26 @@ describe('cca on PyTorch\'s fixture', () => {
     expect(trace[1]).toMatch(/\.py:\d+$/);
   });
 
+  it('segments totals each MemPool\'s reserved memory when a snapshot has private pools', () => {
+    const seg = (address: number, pool: number[], size: number, allocated: number) => ({
+      device: 0, address, total_size: size, allocated_size: allocated, active_size: allocated, requested_size: allocated,
+      stream: 0, segment_type: 'large', segment_pool_id: pool, is_expandable: false,
+      blocks: [{ address, size, requested_size: allocated, state: allocated ? 'active_allocated' : 'inactive' }],
+    });
+    const file = join(dir, 'pools.json');
+    writeFileSync(file, JSON.stringify({
+      segments: [seg(0x1000000, [0, 0], 20 * 2 ** 20, 0), seg(0x3000000, [0, 3], 40 * 2 ** 20, 40 * 2 ** 20), seg(0x6000000, [0, 3], 2 * 2 ** 20, 0)],
+      device_traces: [[]],
+    }));
+    const lines = cca('segments', file).trim().split('\n');
+    expect(lines.slice(-3)).toEqual([
+      'reserved by pool:',
+      '  device 0 (0, 0) default: 20.00 MiB reserved in 1 segment, 0 B allocated',
+      '  device 0 (0, 3) MemPool: 42.00 MiB reserved in 2 segments, 40.00 MiB allocated',
+    ]);
+    expect(cca('segments', FIXTURE)).not.toContain('reserved by pool');
+  });
+
   it('convert goes pickle -> JSON -> pickle and Python sees the original, frames shared again', () => {
     const json = join(dir, 'fixture.json');
     const back = join(dir, 'fixture.pickle');

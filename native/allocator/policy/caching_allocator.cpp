@@ -91,8 +91,10 @@ CCA_HOT DevicePtr DeviceCachingAllocator::malloc_with(std::uint64_t size, Stream
   bool found = caching_enabled_ && (get_free_block(p) || (trigger_free_memory_callbacks(lock) && get_free_block(p)));
   if (!found) {
     if (gc_enabled()) garbage_collect_cached_blocks();
-    found = alloc_block(p, false) || (release_available_cached_blocks(p) && alloc_block(p, false));
-    if (!found) {
+    // A rejection (throw_on_cudamalloc_oom) ends the chain at once.
+    found = alloc_block(p, false) ||
+            (!p.rejected && (try_mempool_fallback(p) || (release_available_cached_blocks(p) && alloc_block(p, false))));
+    if (!found && !p.rejected) {
       release_cached_blocks();
       found = alloc_block(p, true);
     }
@@ -125,7 +127,7 @@ CCA_HOT const Block* DeviceCachingAllocator::hand_out(const AllocParams& p, std:
   HandOut h;
   h.requested = p.requested;
   h.size = p.size;
-  h.split = should_split(p.block->size, p.size, splits_like_small(*p.block), config_);
+  h.split = !p.block->pool->no_split && should_split(p.block->size, p.size, splits_like_small(*p.block), config_);
   h.oversize = is_oversize(h.split ? p.size : p.block->size, config_);
   h.owner = owner;
   h.ctx = p.ctx;
@@ -148,6 +150,7 @@ bool DeviceCachingAllocator::alloc_block(AllocParams& p, bool is_retry) {
   const std::size_t size = p.alloc_size;
   if (over_memory_fraction(size)) {
     p.device_status = Status::kOutOfMemory;
+    p.rejected = config_.throw_on_cudamalloc_oom;
     return false;
   }
   if (use_expandable()) {
@@ -172,7 +175,7 @@ void DeviceCachingAllocator::throw_oom(const AllocParams& p, std::unique_lock<st
   std::size_t device_free = 0;
   std::size_t device_total = 0;
   device_.mem_get_info(&device_free, &device_total);
-  ledger_.oom(device_free, p.size, p.stream, *p.pool, p.ctx.stack);
+  ledger_.oom(device_free, p.size, p.stream, *p.pool, p.ctx.stack, p.rejected);
   OutOfMemoryInfo info;
   info.device = device_.index();
   info.requested = p.requested;
@@ -191,6 +194,11 @@ void DeviceCachingAllocator::throw_oom(const AllocParams& p, std::unique_lock<st
   });
 
   std::ostringstream msg;
+  if (p.rejected) {
+    msg << "Rejected before asking the device (throw_on_cudamalloc_oom): a new segment of "
+        << format_size(info.alloc_size) << " would take reserved memory past the memory fraction's "
+        << format_size(allowed_memory_maximum_) << ". ";
+  }
   msg << "CUDA out of memory. Tried to allocate " << format_size(info.alloc_size) << ". GPU "
       << info.device << " has a total capacity of " << format_size(device_total) << " of which "
       << format_size(device_free) << " is free. ";

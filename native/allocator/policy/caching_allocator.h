@@ -190,6 +190,8 @@ class DeviceCachingAllocator {
   std::size_t max_split_size() const;
 
   DeviceStats stats() const;
+  // Each live MemPool's reserved_bytes (PyTorch's reserved_bytes_by_private_pools).
+  std::vector<PoolReserved> pool_reserved_stats() const;
   // What a metrics scrape reads, taken under one lock so the figures agree: the stats, the
   // largest free block of the small and the large pools (private pools included), and the
   // history ring's fill. Reads no trace entry and walks no block list.
@@ -228,8 +230,13 @@ class DeviceCachingAllocator {
   // pool_filter: only that private pool's segments (0: every segment).
   DeviceSnapshot snapshot(std::uint32_t pool_filter, bool include_traces);
   // --- MemPools (private pools) ---
-  // Creates a private pool; returns its id n (the MemPool id is (0, n)). use_count 1.
-  std::uint32_t create_pool();
+  // Creates a private pool; returns its id n (the MemPool id is (0, n)). use_count 1. With
+  // no_split its blocks are never split (a request takes a whole cached block or segment).
+  std::uint32_t create_pool(bool no_split = false);
+  // use_on_oom: before an out-of-memory error (after a device malloc failed, before the
+  // cache is released), a request not routed to a MemPool may take a cached block of this
+  // pool (PyTorch's try_mempool_fallback). Pools are tried in the order they were marked.
+  void set_use_on_oom(std::uint32_t pool, bool use);
   // Routes the calling thread's allocations to the pool until end_allocate_to_pool
   // (nested routes: the newest wins). Each begin adds a use; each end removes it.
   void begin_allocate_to_pool(std::uint32_t pool);
@@ -258,6 +265,7 @@ class DeviceCachingAllocator {
     const Block* block = nullptr;
     bool block_in_free_set = false;  // a cached block (true) or a new segment's (false)
     Status device_status = Status::kOk;
+    bool rejected = false;  // refused by throw_on_cudamalloc_oom: no retries
     CallContext ctx;
   };
 
@@ -283,6 +291,8 @@ class DeviceCachingAllocator {
   AllocParams request_for(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
   bool trigger_free_memory_callbacks(std::unique_lock<std::mutex>& lock);
   bool alloc_block(AllocParams& p, bool is_retry);
+  // A cached block of a use_on_oom MemPool for a request of the default pools (mem_pools.cpp).
+  bool try_mempool_fallback(AllocParams& p);
   const Block* hand_out(const AllocParams& p, std::uint32_t owner);
   void free_block(const Block* block, CallContext ctx);
   [[noreturn]] void throw_oom(const AllocParams& p, std::unique_lock<std::mutex>& lock);
@@ -375,6 +385,7 @@ class DeviceCachingAllocator {
   std::size_t allowed_memory_maximum_ = 0;
   // (thread, pool) routes in the order they began: PyTorch's captures_underway.
   std::vector<std::pair<std::thread::id, std::uint32_t>> routes_;
+  std::vector<std::uint32_t> use_on_oom_pools_;  // in the order they were marked
   std::vector<std::function<bool()>> free_memory_callbacks_;
   std::vector<std::function<void(const OutOfMemoryInfo&)>> oom_observers_;
 };

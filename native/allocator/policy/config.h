@@ -26,6 +26,10 @@ struct AllocatorConfig {
   bool pinned_use_cuda_host_register = false;
   std::size_t pinned_num_register_threads = 1;
   bool graph_capture_record_stream_reuse = false;
+  // With a memory fraction set: a request the fraction refuses is rejected at once (an
+  // out-of-memory error, counted in num_oom_rejections) instead of releasing the cache and
+  // retrying.
+  bool throw_on_cudamalloc_oom = false;
   std::string source;  // the string it was parsed from, reported in allocator_settings
 
   // Parses a config string; throws InvalidArgumentError (code ERR_CCA_INVALID_CONFIG) for

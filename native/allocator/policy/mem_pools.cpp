@@ -1,5 +1,6 @@
 // MemPools: private pools of one device's allocator, and per-thread routing into them
 // (PyTorch's use_mem_pool / beginAllocateToPool).
+#include <algorithm>
 #include <atomic>
 #include <string>
 
@@ -32,11 +33,36 @@ const PrivatePool* DeviceCachingAllocator::routed_pool() const {
   return nullptr;
 }
 
-std::uint32_t DeviceCachingAllocator::create_pool() {
+std::uint32_t DeviceCachingAllocator::create_pool(bool no_split) {
   std::lock_guard<std::mutex> lock(mu_);
   const std::uint32_t id = g_next_pool_id.fetch_add(1);
-  ledger_.pool_created(id);
+  ledger_.pool_created(id, no_split);
   return id;
+}
+
+void DeviceCachingAllocator::set_use_on_oom(std::uint32_t pool, bool use) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (private_pool(pool).use_count <= 0) throw unknown_pool(pool, device_.index());
+  auto it = std::find(use_on_oom_pools_.begin(), use_on_oom_pools_.end(), pool);
+  if (use && it == use_on_oom_pools_.end()) use_on_oom_pools_.push_back(pool);
+  if (!use && it != use_on_oom_pools_.end()) use_on_oom_pools_.erase(it);
+}
+
+// PyTorch's try_mempool_fallback: only a cached block will do (no new segment), on the
+// request's stream; a request already routed to a MemPool gets none.
+bool DeviceCachingAllocator::try_mempool_fallback(AllocParams& p) {
+  if (p.pool->pool_id != 0 || !caching_enabled_) return false;
+  for (std::uint32_t id : use_on_oom_pools_) {
+    const PrivatePool* pool = ledger_.private_pool(id);
+    if (pool == nullptr) continue;
+    AllocParams fallback = p;
+    fallback.pool = &pool_of(pool, p.pool->is_small);
+    if (get_free_block(fallback)) {
+      p = fallback;
+      return true;
+    }
+  }
+  return false;
 }
 
 void DeviceCachingAllocator::begin_allocate_to_pool(std::uint32_t pool) {
@@ -64,6 +90,8 @@ void DeviceCachingAllocator::end_allocate_to_pool(std::uint32_t pool) {
 void DeviceCachingAllocator::release_pool(std::uint32_t pool) {
   std::lock_guard<std::mutex> lock(mu_);
   if (private_pool(pool).use_count <= 0) throw unknown_pool(pool, device_.index());
+  // As PyTorch's MemPool destructor: a released pool is no fallback any more.
+  use_on_oom_pools_.erase(std::remove(use_on_oom_pools_.begin(), use_on_oom_pools_.end(), pool), use_on_oom_pools_.end());
   ledger_.pool_use_changed(pool, -1);
   release_freeable_pools();
   check_after_operation();

@@ -136,7 +136,11 @@ const std::vector<OptionSpec>& allocator_options() {
        },
        [](const AllocatorConfig& cfg) { return boolean(cfg.graph_capture_record_stream_reuse); }},
       {"throw_on_cudamalloc_oom", OptionKind::kBoolean, false, "False", "`True`/`False`",
-       "accepted for compatibility; no effect", nullptr, no_effect, nullptr},
+       "with a memory fraction set, a request the fraction refuses is an out-of-memory error at once (no cache "
+       "release and retry), counted in `num_oom_rejections`",
+       nullptr,
+       [](const OptionValue& v, const OptionContext&, AllocatorConfig& cfg) { cfg.throw_on_cudamalloc_oom = v.boolean; },
+       nullptr},
   };
   return options;
 }

@@ -68,6 +68,11 @@ DeviceStats DeviceCachingAllocator::stats() const {
   return ledger_.stats().view();
 }
 
+std::vector<PoolReserved> DeviceCachingAllocator::pool_reserved_stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ledger_.pool_reserved();
+}
+
 void DeviceCachingAllocator::reset_peak_stats() {
   std::lock_guard<std::mutex> lock(mu_);
   ledger_.reset_peak_stats();

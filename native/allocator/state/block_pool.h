@@ -7,6 +7,7 @@
 // ordered tree keyed by (stream, size, address). Every binned size is below every size in
 // the tree, so "first in order" is the bins' answer when they have one, else the tree's.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "block.h"
+#include "../../common/stat.h"
 #include "node_cache.h"
 #include "size_bins.h"
 
@@ -46,8 +48,8 @@ struct BlockByAddress {
 
 class BlockPool {
  public:
-  explicit BlockPool(bool small, std::uint32_t pool_id = 0)
-      : is_small(small), pool_id(pool_id), tree_(FreeKeyLess{}, RecyclingAllocator<FreeKey>(&node_cache_)) {}
+  explicit BlockPool(bool small, std::uint32_t pool_id = 0, bool no_split = false)
+      : is_small(small), pool_id(pool_id), no_split(no_split), tree_(FreeKeyLess{}, RecyclingAllocator<FreeKey>(&node_cache_)) {}
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
@@ -124,6 +126,7 @@ class BlockPool {
 
   const bool is_small;
   const std::uint32_t pool_id;  // n of the MemPool id (0, n); 0: the default pools
+  const bool no_split;          // a MemPool(no_split=True)'s: its blocks are never split
 
   // Counts best-fit searches while garbage collection is on; a block's age is this count
   // minus its gc_stamp.
@@ -160,12 +163,16 @@ namespace cca {
 // from, and freed back to, its own small and large pools, never mixed with the default
 // ones. It may be emptied and erased once released (use_count 0) and its segments are gone.
 struct PrivatePool {
-  explicit PrivatePool(std::uint32_t pool_id) : id(pool_id), small(true, pool_id), large(false, pool_id) {}
+  PrivatePool(std::uint32_t pool_id, bool no_split)
+      : id(pool_id), small(true, pool_id, no_split), large(false, pool_id, no_split) {}
   const std::uint32_t id;
   BlockPool small;
   BlockPool large;
   int use_count = 1;             // the MemPool itself; +1 while allocations are routed to it
   std::size_t segment_count = 0;  // live segments (cudaMalloc_count)
+  // reserved_bytes of this pool's segments (all / small_pool / large_pool), as PyTorch's
+  // reserved_bytes_by_private_pools reports it; kept by the commits that change them.
+  std::array<Stat, 3> reserved{};
 };
 
 }  // namespace cca

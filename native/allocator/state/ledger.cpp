@@ -88,9 +88,9 @@ void Ledger::count(Counter c) {
 }
 
 void Ledger::oom(std::uint64_t device_free, std::size_t rounded, StreamId stream, const BlockPool& pool,
-                 std::uint32_t stack) {
+                 std::uint32_t stack, bool rejected) {
   StateChange change(tracing());
-  change.count(Counter::kOom);
+  change.count(rejected ? Counter::kOomRejection : Counter::kOom);
   // PyTorch's oom entry: the device's free bytes where the address would be.
   change.trace(TraceAction::kOom, device_free, rounded, stream, trace_stack(stack), 0, pool.pool_id);
   commit(change);
@@ -115,7 +115,37 @@ void Ledger::annotated(const Block* block, std::uint32_t stack, std::uint32_t ta
 
 void Ledger::free_block_searched(const BlockPool& pool) { ++own(&pool)->get_free_blocks_call_count; }
 
-void Ledger::pool_created(std::uint32_t id) { pools_.emplace(id, std::make_unique<PrivatePool>(id)); }
+void Ledger::pool_created(std::uint32_t id, bool no_split) {
+  pools_.emplace(id, std::make_unique<PrivatePool>(id, no_split));
+}
+
+void Ledger::count_pool_reserved(const StatDelta& delta) {
+  if (delta.private_pool() == 0) return;
+  std::array<Stat, 3>& reserved = private_pool_of(delta.private_pool()).reserved;
+  reserved[kAggregate].apply(delta.reserved_change());
+  reserved[delta.stat_pool()].apply(delta.reserved_change());
+}
+
+void Ledger::reset_peak_stats() {
+  stats_.reset_peak();
+  for (auto& entry : pools_) {
+    for (Stat& s : entry.second->reserved) s.peak = s.current;
+  }
+}
+
+void Ledger::reset_accumulated_stats() {
+  stats_.reset_accumulated();
+  for (auto& entry : pools_) {
+    for (Stat& s : entry.second->reserved) s.allocated = s.freed = 0;
+  }
+}
+
+std::vector<PoolReserved> Ledger::pool_reserved() const {
+  std::vector<PoolReserved> out;
+  out.reserve(pools_.size());
+  for (const auto& entry : pools_) out.push_back(PoolReserved{entry.first, entry.second->reserved});
+  return out;
+}
 
 void Ledger::pool_use_changed(std::uint32_t id, int delta) { private_pool_of(id).use_count += delta; }
 

@@ -126,7 +126,10 @@ class Ledger {
   // Events that change no block.
   void count(Counter c);
   // The request that could not be met, of `pool` (its MemPool id on the entry, as PyTorch's).
-  void oom(std::uint64_t device_free, std::size_t rounded, StreamId stream, const BlockPool& pool, std::uint32_t stack);
+  // `rejected`: refused by throw_on_cudamalloc_oom, counted in num_oom_rejections instead of
+  // num_ooms.
+  void oom(std::uint64_t device_free, std::size_t rounded, StreamId stream, const BlockPool& pool, std::uint32_t stack,
+           bool rejected);
   void snapshot_taken(std::uint64_t active_bytes);
   // Metadata attached to a live block after the fact (PyTorch's _annotate_memory): an
   // `annotate` entry at the block's address carrying `tag` and the annotation site's stack.
@@ -135,7 +138,8 @@ class Ledger {
   // A best-fit search while garbage collection is on: blocks age by these.
   void free_block_searched(const BlockPool& pool);
   // MemPools.
-  void pool_created(std::uint32_t id);
+  // A new MemPool; with no_split its blocks are never split.
+  void pool_created(std::uint32_t id, bool no_split);
   void pool_use_changed(std::uint32_t id, int delta);
   void pool_erased(std::uint32_t id);  // only once it holds no segment
   // Frees the size bins of streams that hold no free block and fail is_live(stream).
@@ -152,8 +156,10 @@ class Ledger {
   void set_history(const HistoryOptions& options);
   // The next number of the history order, as a trace entry would take it.
   std::uint64_t next_seq() { return ++history_seq_; }
-  void reset_peak_stats() { stats_.reset_peak(); }
-  void reset_accumulated_stats() { stats_.reset_accumulated(); }
+  void reset_peak_stats();
+  void reset_accumulated_stats();
+  // Each live MemPool's reserved_bytes, by id.
+  std::vector<PoolReserved> pool_reserved() const;
 
  private:
   // Everything reachable from the ledger is its own: the transitions take the const views
@@ -164,10 +170,13 @@ class Ledger {
   // Inline: every transition ends here, and with history off it is the stat update alone.
   void commit(const StateChange& change) {
     change.delta().apply_to(stats_);
+    // Segments come and go rarely: the cached pair pays this one test.
+    if (change.delta().reserved_change() != 0) count_pool_reserved(change.delta());
     if (change.counter() != Counter::kNone) stats_.bump(change.counter());
     if (change.trace_count() != 0) record_traces(change);
   }
   void record_traces(const StateChange& change);
+  void count_pool_reserved(const StatDelta& delta);
   bool tracing() const { return history_.enabled; }
   // The stack a trace entry carries under the current context level.
   std::uint32_t trace_stack(std::uint32_t stack) const {

@@ -51,13 +51,14 @@ void StatCounters::reset_accumulated() {
   oversize_allocations.allocated = oversize_allocations.freed = 0;
   oversize_segments.allocated = oversize_segments.freed = 0;
   num_alloc_retries = num_ooms = num_sync_all_streams = 0;
-  num_device_alloc = num_device_free = 0;
+  num_device_alloc = num_device_free = num_oom_rejections = 0;
 }
 
 void StatDelta::set_pool(const BlockPool* pool) {
   const int p = pool->is_small ? kSmallPool : kLargePool;
   CCA_ASSERT(pool_ == -1 || pool_ == p);  // one transition touches the blocks of one pool
   pool_ = p;
+  private_pool_ = pool->pool_id;
 }
 
 CCA_HOT void StatDelta::add_block(const Block& b, int sign) {
@@ -117,7 +118,7 @@ const char* const kFieldNames[4] = {"current", "peak", "allocated", "freed"};
 // counters, max_split_size. key_order() names them in the same order; memory_stats() wants
 // them sorted by name, so stat_values() writes them through that sort's permutation.
 // Straight-line stores: memory_stats() is called from monitoring loops.
-constexpr std::size_t kNumKeys = kNumStatKinds * 3 * 4 + 2 * 4 + 5 + 1;
+constexpr std::size_t kNumKeys = kNumStatKinds * 3 * 4 + 2 * 4 + 6 + 1;
 
 void flatten(const DeviceStats& s, std::int64_t max_split_size, std::int64_t* out) {
   const auto put = [&out](const Stat& st) {
@@ -136,6 +137,7 @@ void flatten(const DeviceStats& s, std::int64_t max_split_size, std::int64_t* ou
   *out++ = s.num_sync_all_streams;
   *out++ = s.num_device_alloc;
   *out++ = s.num_device_free;
+  *out++ = s.num_oom_rejections;
   *out++ = max_split_size;
 }
 
@@ -156,7 +158,7 @@ const KeyOrder& key_order() {
       for (const char* f : kFieldNames) names.push_back(std::string(stat) + f);
     }
     for (const char* counter : {"num_alloc_retries", "num_ooms", "num_sync_all_streams", "num_device_alloc",
-                                "num_device_free", "max_split_size"}) {
+                                "num_device_free", "num_oom_rejections", "max_split_size"}) {
       names.emplace_back(counter);
     }
     CCA_ASSERT(names.size() == kNumKeys);

@@ -44,6 +44,7 @@ enum class Counter : std::uint8_t {
   kAllocRetry,       // num_alloc_retries: the whole cache released before a last try
   kOom,              // num_ooms
   kSyncAllStreams,   // num_sync_all_streams: every pending free waited for
+  kOomRejection,     // num_oom_rejections: refused by throw_on_cudamalloc_oom
 };
 
 // The stats kept as they are reported: the two oversize stats and the event counters.
@@ -55,12 +56,20 @@ struct StatScalars {
   std::int64_t num_sync_all_streams = 0;
   std::int64_t num_device_alloc = 0;
   std::int64_t num_device_free = 0;
+  std::int64_t num_oom_rejections = 0;
 };
 
 // The stats as PyTorch reports them (memory_stats()): a value, built on demand from
 // StatCounters.
 struct DeviceStats : StatScalars {
   std::array<std::array<Stat, 3>, kNumStatKinds> arrays{};
+};
+
+// One MemPool's reserved_bytes (all / small_pool / large_pool): PyTorch's
+// reserved_bytes_by_private_pools[(0, id)].
+struct PoolReserved {
+  std::uint32_t id = 0;
+  std::array<Stat, 3> reserved{};
 };
 
 // What a commit updates: per kind, each pool's current, peak and allocated, and the
@@ -91,6 +100,7 @@ class StatCounters : public StatScalars {
       case Counter::kAllocRetry: ++num_alloc_retries; break;
       case Counter::kOom: ++num_ooms; break;
       case Counter::kSyncAllStreams: ++num_sync_all_streams; break;
+      case Counter::kOomRejection: ++num_oom_rejections; break;
     }
   }
   DeviceStats view() const;
@@ -119,6 +129,11 @@ class StatDelta {
   void add_block(const Block& b, int sign);
   void add_segment(const Segment& s, int sign);
   void apply_to(StatCounters& stats) const;
+  // The MemPool of the recorded blocks (0: the default pools) and what the change did to
+  // reserved_bytes, for that pool's own figures.
+  std::uint32_t private_pool() const { return private_pool_; }
+  std::int64_t reserved_change() const { return d_[kReservedBytes]; }
+  int stat_pool() const { return pool_; }
 
  private:
   void set_pool(const BlockPool* pool);
@@ -126,12 +141,13 @@ class StatDelta {
 
   std::int64_t d_[kNumStatKinds] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
   int pool_ = -1;  // the StatPool of the recorded blocks, -1 until one is recorded
+  std::uint32_t private_pool_ = 0;
   std::int64_t oversize_allocations_ = 0;
   std::int64_t oversize_segments_ = 0;
 };
 
 // memory_stats() as flat keys in PyTorch's sorted order ("active.all.allocated", ...):
-// the 122 keys of torch.cuda.memory_stats().
+// the 122 keys of torch.cuda.memory_stats() and the newer num_oom_rejections.
 const std::vector<std::string>& stat_keys();
 // Fills values in stat_keys() order. max_split_size is -1 when unlimited.
 void stat_values(const DeviceStats& stats, std::int64_t max_split_size, double* out);

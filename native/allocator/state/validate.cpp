@@ -3,7 +3,9 @@
 //  2. No two adjacent free blocks are left unmerged.
 //  3. Every free block is in exactly its pool's free set, and the sets hold nothing else.
 //  4. Allocated blocks are exactly those in the pointer map; pending ones wait on events.
-//  5. Stats equal the sums over blocks and segments; allocated <= active <= reserved.
+//  5. Stats equal the sums over blocks and segments; allocated <= active <= reserved; each
+//     MemPool's reserved bytes are its segments' (mapped) bytes.
+//  6. A no_split MemPool's fixed segments hold one block each.
 
 #include "../../common/message_format.h"
 #include "ledger.h"
@@ -93,8 +95,25 @@ std::string Ledger::validate(std::size_t queued_events) const {
   });
   for (const auto& [id, pool] : pools_) {
     std::size_t segments = 0;
-    for (const auto& [ptr, segment] : segments_) segments += segment->pool->pool_id == id ? 1 : 0;
+    std::int64_t reserved[3] = {0, 0, 0};
+    for (const auto& [ptr, segment] : segments_) {
+      if (segment->pool->pool_id != id) continue;
+      ++segments;
+      std::int64_t bytes = 0;
+      for (const Block* b = segment->head; b != nullptr; b = b->next) bytes += b->mapped ? static_cast<std::int64_t>(b->size) : 0;
+      reserved[kAggregate] += bytes;
+      reserved[segment->pool->is_small ? kSmallPool : kLargePool] += bytes;
+      if (pool->small.no_split && !segment->expandable && segment->head->next != nullptr) {
+        return "segment " + hex(segment->ptr) + " of no_split MemPool (0, " + std::to_string(id) + ") was split";
+      }
+    }
     if (segments != pool->segment_count) return "MemPool (0, " + std::to_string(id) + ") miscounts its segments";
+    for (int p = 0; p < 3; ++p) {
+      if (pool->reserved[p].current != reserved[p] || pool->reserved[p].peak < reserved[p]) {
+        return "MemPool (0, " + std::to_string(id) + ") reserved_bytes." + stat_pool_name(p) + " is " +
+               std::to_string(pool->reserved[p].current) + " but its segments hold " + std::to_string(reserved[p]);
+      }
+    }
   }
   if (unmapped_blocks != in_unmapped_sets) {
     return "unmapped sets hold " + std::to_string(in_unmapped_sets) + " blocks but " + std::to_string(unmapped_blocks) +
