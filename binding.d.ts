@@ -248,6 +248,13 @@ export interface NativeBinding {
   /** History for every device: context 0 never, 1 state, 2 alloc, 3 all. */
   setHistory(enabled: boolean, context: number, maxEntries: number, skipMask: number, clearHistory: boolean): void;
   snapshot(device: number, poolFilter: number, includeTraces: boolean): SnapshotParts;
+  /**
+   * Live trace events (memory.onTrace): entries of the actions in mask (bit 1 << index in
+   * traceActionNames()) queue up to capacity per device; mask 0 stops and frees the queue.
+   */
+  traceSubscribe(device: number, mask: number, capacity: number): void;
+  /** The queued entries as snapshot trace records, and how many were dropped since the last drain. */
+  traceDrain(device: number): { traces: Float64Array; dropped: number };
   referencedStacks(): Uint32Array;
   /** The field names of each snapshot record, in order (native/binding/snapshot_records.h). */
   snapshotLayout(): { segment: string[]; block: string[]; trace: string[] };
@@ -277,6 +284,12 @@ export interface NativeBinding {
    * and large_pool as current, peak, allocated, freed.
    */
   poolReservedStats(device: number): Float64Array;
+  /**
+   * Live memory per tag this environment (or a native client) used on the device: 7
+   * numbers per tag, its id, allocated bytes current and peak, requested bytes current and
+   * peak, allocations current and peak.
+   */
+  tagStats(device: number): Float64Array;
 
   /**
    * Copies and fills at `offset` bytes into the live allocation whose address is `base`,

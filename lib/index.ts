@@ -29,7 +29,7 @@ export { formatSize } from './format.js';
 export type { AllocOptions, SimConfigureOptions } from './cuda.js';
 export type { DLPackOptions, DLPackDType } from './interop/dlpack.js';
 export type { ClientUsage } from './interop/index.js';
-export type { NestedStats } from './memory.js';
+export type { NestedStats, OnTraceOptions, TagStats, TraceBatch, TraceSubscription } from './memory.js';
 export type { Block, Segment, Snapshot, TraceEntry, Annotation, Frame, TraceAction, BlockState } from './snapshot/types.js';
 export type { RecordHistoryOptions } from './history/record.js';
 export type { OutOfMemoryEvent } from './oom.js';

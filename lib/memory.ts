@@ -17,6 +17,8 @@ export { annotate, type Region } from './history/annotations.js';
 export { _get_memory_metadata, _set_memory_metadata, withMemoryMetadata } from './history/metadata.js';
 export { _allocation_traceback, _annotate_memory } from './history/live-allocation.js';
 export { caching_allocator_enable, caching_allocator_disabled } from './caching.js';
+export { memory_stats_by_tag, type TagStats } from './tag-stats.js';
+export { onTrace, type OnTraceOptions, type TraceBatch, type TraceSubscription } from './history/live-trace.js';
 export { MemPool, use_mem_pool } from './mem-pool.js';
 export { onOutOfMemory, dumpSnapshotOnOutOfMemory, type OutOfMemoryEvent } from './oom.js';
 

@@ -152,7 +152,7 @@ export function recordMemoryHistory(enabledOrOptions?: HistoryEnabled | boolean 
   if (typeof rate !== 'number') throw typeError('a number in (0, 1]', 'stackSampleRate', rate);
   if (!(rate > 0 && rate <= 1)) throw rangeError('a number in (0, 1]', 'stackSampleRate', rate);
   const depth = o.stackDepth === undefined ? undefined : checkInteger('stackDepth', o.stackDepth, 1, 200);
-  const skipMask = skipMaskOf(o.skipActions, name('skipActions'));
+  const skipMask = actionMask(o.skipActions, name('skipActions'));
   const clear = o.clearHistory === undefined ? false : checkBoolean(name('clearHistory'), o.clearHistory);
   const keepNode = o.keepNodeFrames === undefined ? undefined : checkBoolean('keepNodeFrames', o.keepNodeFrames);
   // Settings apply to every device, as in PyTorch; a device given must still be one.
@@ -176,13 +176,14 @@ function recordLegacy(enabled: boolean, o: Record<string, unknown>): void {
   optionalBoolean(o, 'record_context_cpp', false);
   const clear = optionalBoolean(o, 'clear_history', false);
   const max = o.trace_alloc_max_entries === undefined ? 1 : checkInteger('trace_alloc_max_entries', o.trace_alloc_max_entries, 0, Number.MAX_SAFE_INTEGER);
-  const skipMask = skipMaskOf(o.skip_actions, 'skip_actions');
+  const skipMask = actionMask(o.skip_actions, 'skip_actions');
   resolveDevice(o.device, 'device');
   const level = !enabled ? 0 : allocContext ? 2 : recordContext ? 1 : 0;
   apply(enabled, level, max, skipMask, clear, 1);
 }
 
-function skipMaskOf(actions: unknown, name: string): number {
+/** The bit mask (1 << index in traceActionNames()) of a list of action names. */
+export function actionMask(actions: unknown, name: string): number {
   if (actions === undefined || actions === null) return 0;
   if (!Array.isArray(actions)) throw typeError('an array of action names', name, actions);
   actionNames ??= native.traceActionNames();

@@ -3,6 +3,7 @@
 // the native clients' figures (68 ns when there are none), and named once here:
 // docs/monitoring.md's table is this list.
 import { native } from '../native.js';
+import { tags } from '../history/stack-store.js';
 
 export type Pool = 'all' | 'small_pool' | 'large_pool';
 export const POOLS: readonly Pool[] = ['all', 'small_pool', 'large_pool'];
@@ -13,22 +14,28 @@ export interface MetricDefinition {
   help: string;
   kind: 'gauge' | 'counter';
   unit: 'bytes' | 'ratio' | 'count';
-  /** Labels: device always; pool for per-pool figures; client for a native client's. */
+  /** Labels: device always; pool for per-pool figures; client or tag for one row of those. */
   perPool: boolean;
-  perClient?: boolean;
+  by?: 'client' | 'tag';
   /** PyTorch's memory_stats() key it mirrors ({pool} per pool), or how it is derived. */
   mirrors: string;
   value(s: DeviceSample, pool: Pool): number | undefined;
-  /** A per-client metric's value for one client name. */
-  clientValue?(c: ClientSample): number;
+  /** A per-client or per-tag metric's value for one row. */
+  rowValue?(r: LabelSample): number;
 }
 
-/** What one native client name (the C ABI, interop.md) holds on a device. */
-export interface ClientSample {
+/** What one native client name (the C ABI, interop.md), or one tag, holds on a device. */
+export interface LabelSample {
   name: string;
   bytes: number;
   allocations: number;
 }
+
+/**
+ * Tags with their own series, by current bytes; the rest are summed under tag="other", so
+ * a label per request id cannot flood a Prometheus server.
+ */
+export const TAG_SERIES = 20;
 
 /** One device's reading. */
 export interface DeviceSample {
@@ -38,7 +45,9 @@ export interface DeviceSample {
   historyEntries: number;
   /** 0 while history is off. */
   historyCapacity: number;
-  clients: ClientSample[];
+  clients: LabelSample[];
+  /** The TAG_SERIES tags holding the most (current bytes > 0), then "other" for the rest. */
+  tags: LabelSample[];
 }
 
 const stat = (key: string) => (s: DeviceSample, pool: Pool) => s.stat(key.replace('{pool}', pool));
@@ -68,13 +77,35 @@ export const METRICS: readonly MetricDefinition[] = [
   { name: 'cca_external_fragmentation_ratio', help: 'Share of free cached memory outside the largest free block (0: none; near 1: scattered)', kind: 'gauge', unit: 'ratio', perPool: true, mirrors: '(not in PyTorch) 1 - largest free / (reserved - active)', value: fragmentation },
   { name: 'cca_alloc_retries_total', help: 'Allocations that released the cache and retried after a failed device malloc', kind: 'counter', unit: 'count', perPool: false, mirrors: 'num_alloc_retries', value: stat('num_alloc_retries') },
   { name: 'cca_ooms_total', help: 'Out-of-memory errors raised', kind: 'counter', unit: 'count', perPool: false, mirrors: 'num_ooms', value: stat('num_ooms') },
+  { name: 'cca_oom_rejections_total', help: 'Allocations refused before asking the device (throw_on_cudamalloc_oom with a memory fraction)', kind: 'counter', unit: 'count', perPool: false, mirrors: 'num_oom_rejections', value: stat('num_oom_rejections') },
   { name: 'cca_device_mallocs_total', help: 'Device allocations (cudaMalloc or VMM maps)', kind: 'counter', unit: 'count', perPool: false, mirrors: 'num_device_alloc', value: stat('num_device_alloc') },
   { name: 'cca_device_frees_total', help: 'Device frees (cudaFree or VMM unmaps)', kind: 'counter', unit: 'count', perPool: false, mirrors: 'num_device_free', value: stat('num_device_free') },
   { name: 'cca_history_entries', help: 'Entries in the history ring (only while recording)', kind: 'gauge', unit: 'count', perPool: false, mirrors: '(not in PyTorch) trace ring size', value: (s) => (s.historyCapacity > 0 ? s.historyEntries : undefined) },
   { name: 'cca_history_capacity_entries', help: 'Entries the history ring holds before it wraps (only while recording)', kind: 'gauge', unit: 'count', perPool: false, mirrors: 'allocator_settings.trace_alloc_max_entries', value: (s) => (s.historyCapacity > 0 ? s.historyCapacity : undefined) },
-  { name: 'cca_client_allocated_bytes', help: 'Bytes a native client (by name) holds in live allocations, as asked for', kind: 'gauge', unit: 'bytes', perPool: false, perClient: true, mirrors: 'clients.{client}.allocated_bytes.current', value: () => undefined, clientValue: (c) => c.bytes },
-  { name: 'cca_client_allocations', help: 'Live allocations of a native client (by name)', kind: 'gauge', unit: 'count', perPool: false, perClient: true, mirrors: 'clients.{client}.allocation.current', value: () => undefined, clientValue: (c) => c.allocations },
+  { name: 'cca_client_allocated_bytes', help: 'Bytes a native client (by name) holds in live allocations, as asked for', kind: 'gauge', unit: 'bytes', perPool: false, by: 'client', mirrors: 'clients.{client}.allocated_bytes.current', value: () => undefined, rowValue: (c) => c.bytes },
+  { name: 'cca_client_allocations', help: 'Live allocations of a native client (by name)', kind: 'gauge', unit: 'count', perPool: false, by: 'client', mirrors: 'clients.{client}.allocation.current', value: () => undefined, rowValue: (c) => c.allocations },
+  { name: 'cca_tag_allocated_bytes', help: `Bytes in live allocations per label (tag, _set_memory_metadata); the ${TAG_SERIES} largest, the rest as tag="other"`, kind: 'gauge', unit: 'bytes', perPool: false, by: 'tag', mirrors: 'memory_stats_by_tag()[tag].allocated_bytes.current', value: () => undefined, rowValue: (t) => t.bytes },
+  { name: 'cca_tag_allocations', help: `Live allocations per label; the ${TAG_SERIES} largest by bytes, the rest as tag="other"`, kind: 'gauge', unit: 'count', perPool: false, by: 'tag', mirrors: 'memory_stats_by_tag()[tag].allocation.current', value: () => undefined, rowValue: (t) => t.allocations },
 ];
+
+// One device's tags with live memory, the largest TAG_SERIES by name and the rest as "other".
+function tagSamples(device: number): LabelSample[] {
+  const rows = native.tagStats(device);
+  const live: LabelSample[] = [];
+  for (let i = 0; i < rows.length; i += 7) {
+    if (rows[i + 1]! > 0) live.push({ name: tags.name(rows[i]!), bytes: rows[i + 1]!, allocations: rows[i + 5]! });
+  }
+  if (live.length <= TAG_SERIES) return live;
+  live.sort((a, b) => b.bytes - a.bytes);
+  const rest = live.slice(TAG_SERIES);
+  const named = live.slice(0, TAG_SERIES).filter((t) => t.name !== 'other');
+  const other = { name: 'other', bytes: 0, allocations: 0 };
+  for (const t of [...rest, ...live.slice(0, TAG_SERIES).filter((t) => t.name === 'other')]) {
+    other.bytes += t.bytes;
+    other.allocations += t.allocations;
+  }
+  return [...named, other];
+}
 
 const EXTRAS = 4;  // native monitorSample: largest free small, large; history entries, capacity
 let keys: Map<string, number> | undefined;
@@ -87,7 +118,7 @@ export function readSamples(): DeviceSample[] {
   buffer = native.monitorSample(buffer);
   const data = buffer;
   const devices = data.length / (n + EXTRAS);
-  const clients: ClientSample[][] = Array.from({ length: devices }, () => []);
+  const clients: LabelSample[][] = Array.from({ length: devices }, () => []);
   for (const c of native.clients()) clients[c.device]?.push({ name: c.name, bytes: c.bytes, allocations: c.allocations });
   const out: DeviceSample[] = [];
   for (let d = 0; d < devices; d++) {
@@ -101,6 +132,7 @@ export function readSamples(): DeviceSample[] {
       historyEntries: data[base + n + 2]!,
       historyCapacity: data[base + n + 3]!,
       clients: clients[d]!,
+      tags: tagSamples(d),
     });
   }
   return out;

@@ -39,8 +39,8 @@ export function registerOpenTelemetry(meter: OpenTelemetryMeter): OpenTelemetryH
     const samples = readSamples();
     for (const { m, instrument } of instruments) {
       for (const s of samples) {
-        if (m.perClient) {
-          for (const c of s.clients) result.observe(instrument, m.clientValue!(c), { device: String(s.device), client: c.name });
+        if (m.by) {
+          for (const r of m.by === 'client' ? s.clients : s.tags) result.observe(instrument, m.rowValue!(r), { device: String(s.device), [m.by]: r.name });
           continue;
         }
         for (const pool of m.perPool ? POOLS : (['all'] as const)) {

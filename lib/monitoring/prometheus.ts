@@ -69,12 +69,12 @@ export async function registerPrometheus(options?: PrometheusOptions): Promise<P
       'registerPrometheus was called twice on it; unregister() the first handle', 'ERR_CCA_ALREADY_REGISTERED');
   }
   for (const m of METRICS) {
-    const labelNames = m.perPool ? ['device', 'pool'] : m.perClient ? ['device', 'client'] : ['device'];
+    const labelNames = m.perPool ? ['device', 'pool'] : m.by ? ['device', m.by] : ['device'];
     const collect = function (this: PromMetric) {
       this.reset();
       for (const s of scrapeSamples()) {
-        if (m.perClient) {
-          for (const c of s.clients) this.set!({ device: String(s.device), client: c.name }, m.clientValue!(c));
+        if (m.by) {
+          for (const r of m.by === 'client' ? s.clients : s.tags) this.set!({ device: String(s.device), [m.by]: r.name }, m.rowValue!(r));
           continue;
         }
         for (const pool of m.perPool ? POOLS : (['all'] as const)) {

@@ -64,7 +64,7 @@ function decodeSegments(device: number, segs: Float64Array, blocks: Float64Array
 }
 
 // Entries [start, end) of the native trace records.
-function decodeTraces(t: Float64Array, start = 0, end = t.length / Trc.width): TraceEntry[] {
+export function decodeTraces(t: Float64Array, start = 0, end = t.length / Trc.width): TraceEntry[] {
   actions ??= native.traceActionNames() as TraceAction[];
   const withFrames = capture.level >= 2;
   const out: TraceEntry[] = new Array(end - start);

@@ -66,6 +66,37 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// traceSubscribe(device, mask, capacity): live trace events of the actions in mask (bit
+// 1 << action index of traceActionNames()); mask 0 stops and frees the queue.
+Napi::Value TraceSubscribe(const Napi::CallbackInfo& info) {
+  const std::uint64_t mask = u64_arg(info, 1, "mask");
+  if (mask >= (std::uint64_t{1} << static_cast<unsigned>(TraceAction::kNumActions))) {
+    throw InvalidArgumentError("mask has bits of no action", "ERR_INVALID_ARG_VALUE");
+  }
+  const std::uint64_t capacity = u64_arg(info, 2, "capacity");
+  runtime(info).allocator(device_arg(info, 0)).set_trace_subscription(static_cast<std::uint32_t>(mask),
+                                                                      static_cast<std::size_t>(capacity));
+  return info.Env().Undefined();
+}
+
+// traceDrain(device) -> { traces (the snapshot's trace records), dropped }
+Napi::Value TraceDrain(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::vector<TraceEntry> entries;
+  std::uint64_t dropped = 0;
+  runtime(info).allocator(device_arg(info, 0)).drain_traces(entries, dropped);
+  Napi::Float64Array traces = Napi::Float64Array::New(env, entries.size() * kTraceFields);
+  if (!entries.empty()) {
+    const TickConverter conv = process_clock().converter();
+    double* t = traces.Data();
+    for (const TraceEntry& e : entries) t = write_record(e, conv, t);
+  }
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("traces", traces);
+  out.Set("dropped", static_cast<double>(dropped));
+  return out;
+}
+
 Napi::Value ReferencedStacks(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Runtime& r = runtime(info);
@@ -148,6 +179,8 @@ void register_history_functions(Napi::Env env, Napi::Object exports) {
   export_function<SetHistory>(env, exports, "setHistory");
   export_function<Snapshot>(env, exports, "snapshot");
   export_function<ReferencedStacks>(env, exports, "referencedStacks");
+  export_function<TraceSubscribe>(env, exports, "traceSubscribe");
+  export_function<TraceDrain>(env, exports, "traceDrain");
   export_function<SnapshotLayout>(env, exports, "snapshotLayout");
   export_function<TraceActionNames>(env, exports, "traceActionNames");
   export_function<ClockBuilds>(env, exports, "clockBuilds");

@@ -6,6 +6,7 @@
 #include "../allocator/state/stats.h"
 #include "export.h"
 #include "args.h"
+#include "../interop/clients.h"
 #include "../runtime/process_runtime.h"
 
 namespace cca::binding {
@@ -71,6 +72,29 @@ Napi::Value MonitorSample(const Napi::CallbackInfo& info) {
     *p++ = static_cast<double>(m.largest_free_large);
     *p++ = static_cast<double>(m.history_entries);
     *p++ = static_cast<double>(m.history_capacity);
+  }
+  return out;
+}
+
+// tagStats(device) -> 7 numbers per tag this environment (or a native client) used: the tag
+// id, allocated bytes current and peak, requested bytes current and peak, allocations
+// current and peak. Tags of other JS environments are theirs to read.
+Napi::Value TagStats(const Napi::CallbackInfo& info) {
+  const std::uint32_t owner = static_cast<AddonState*>(info.Data())->owner;
+  const std::vector<TagStat> all = runtime(info).allocator(device_arg(info, 0)).tag_stats();
+  std::vector<const TagStat*> mine;
+  for (const TagStat& t : all) {
+    if (t.owner == owner || t.tag >= kClientIdBase) mine.push_back(&t);
+  }
+  Napi::Float64Array out = Napi::Float64Array::New(info.Env(), mine.size() * 7);
+  double* p = out.Data();
+  for (const TagStat* t : mine) {
+    const TagCounters& c = t->counters;
+    for (double v : {static_cast<double>(t->tag), static_cast<double>(c.allocated), static_cast<double>(c.allocated_peak),
+                     static_cast<double>(c.requested), static_cast<double>(c.requested_peak),
+                     static_cast<double>(c.allocations), static_cast<double>(c.allocations_peak)}) {
+      *p++ = v;
+    }
   }
   return out;
 }
@@ -222,6 +246,7 @@ void register_memory_functions(Napi::Env env, Napi::Object exports) {
   export_function<StatKeys>(env, exports, "statKeys");
   export_function<AllocatorOptions>(env, exports, "allocatorOptions");
   export_function<MemoryStats>(env, exports, "memoryStats");
+  export_function<TagStats>(env, exports, "tagStats");
   export_function<StatValue>(env, exports, "statValue");
   export_function<MonitorSample>(env, exports, "monitorSample");
   export_function<ResetPeakStats>(env, exports, "resetPeakStats");

@@ -95,7 +95,7 @@ describe('Prometheus (prom-client)', () => {
     for (const f of families) {
       expect(f.name).toMatch(/^cca_[a-z_]+$/);
       if (f.type === 'counter') expect(f.name).toMatch(/_total$/);
-      else expect(f.name).toMatch(/_(bytes|ratio|entries)$|^cca_(allocations|segments|client_allocations)$/);
+      else expect(f.name).toMatch(/_(bytes|ratio|entries)$|^cca_(allocations|segments|client_allocations|tag_allocations)$/);
     }
     expect(parse(await registry.metrics()).has('cca_history_entries{device="0"}')).toBe(false);
     memory._record_memory_history({ enabled: 'all', maxEntries: 1000 });
@@ -118,6 +118,27 @@ describe('Prometheus (prom-client)', () => {
       handle.unregister();
     }
     expect(client.register.getSingleMetric('cca_reserved_bytes')).toBeUndefined();
+  });
+
+  it('exports live memory per label, the TAG_SERIES largest and the rest as tag="other"', async () => {
+    const registry = new client.Registry();
+    const handle = await monitoring.registerPrometheus({ registry });
+    const keep = Array.from({ length: monitoring.TAG_SERIES + 3 }, (_, i) => cuda.alloc((i + 1) * 4096, { tag: `request-${i}` }));
+    keep.push(cuda.alloc(4096, { tag: 'other' }), cuda.alloc(4096));  // a label named "other"; one with none
+    cuda.alloc(8192, { tag: 'freed' }).free();
+    const m = parse(await registry.metrics());
+    const series = [...m.keys()].filter((k) => k.startsWith('cca_tag_allocated_bytes{'));
+    expect(series).toHaveLength(monitoring.TAG_SERIES + 1);
+    const byTag = memory.memory_stats_by_tag(0);
+    for (let i = 3; i < monitoring.TAG_SERIES + 3; i++) {
+      expect(m.get(`cca_tag_allocated_bytes{device="0",tag="request-${i}"}`)).toBe(byTag[`request-${i}`]!.allocated_bytes.current);
+    }
+    // The three smallest and the label called "other" share the "other" series.
+    expect(m.get('cca_tag_allocated_bytes{device="0",tag="other"}')).toBe(4096 + 8192 + 12288 + 4096);
+    expect(m.get('cca_tag_allocations{device="0",tag="other"}')).toBe(4);
+    expect(m.has('cca_tag_allocated_bytes{device="0",tag="freed"}')).toBe(false);
+    handle.unregister();
+    for (const b of keep) b.free();
   });
 
   it('refuses a registry that is not one', async () => {

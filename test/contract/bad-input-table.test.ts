@@ -78,6 +78,7 @@ beforeEach(() => {
 function fingerprint(): string {
   const state = {
     stats: [0, 1].map((d) => memory.memory_stats(d)),
+    byTag: [0, 1].map((d) => memory.memory_stats_by_tag(d)),
     segments: memory.memory_snapshot(),
     runtime: cuda.runtimeInfo(),
     settings: memory.get_allocator_settings(),
@@ -200,7 +201,7 @@ const CALLS: Call[] = [
   // memory
   ...(['memory_stats', 'memory_stats_as_nested_dict', 'memory_allocated', 'max_memory_allocated', 'memory_reserved',
     'max_memory_reserved', 'reset_peak_memory_stats', 'reset_accumulated_memory_stats', 'empty_cache', 'mem_get_info',
-    'get_per_process_memory_fraction', 'check_invariants', 'memory_summary'] as const).map((f): Call => ({
+    'get_per_process_memory_fraction', 'check_invariants', 'memory_summary', 'memory_stats_by_tag'] as const).map((f): Call => ({
     name: `memory.${f}`, param: 'device', valid: kinds.device, call: (v) => (memory[f] as (d: unknown) => unknown)(v),
   })),
   { name: 'memory.set_per_process_memory_fraction', param: 'fraction', valid: kinds.fraction, extra: () => [1.5, -0.1], call: (v) => memory.set_per_process_memory_fraction(v as number) },
@@ -274,6 +275,12 @@ const CALLS: Call[] = [
   { name: 'memory.annotate', param: 'name', valid: kinds.string, call: (v) => memory.annotate(v as string, () => 1) },
   { name: 'memory.annotate', param: 'fn', valid: kinds.optionalFn, call: (v) => memory.annotate('r', v as () => void) },
   { name: 'memory.onOutOfMemory', param: 'callback', valid: kinds.fn, call: (v) => memory.onOutOfMemory(v as never) },
+  { name: 'memory.onTrace', param: 'cb', valid: kinds.fn, call: (v) => memory.onTrace(v as never) },
+  { name: 'memory.onTrace', param: 'options', valid: kinds.options, extra: badOptions(['actions', 'device', 'capacity', 'intervalMs']), call: (v) => memory.onTrace(() => {}, v as never) },
+  { name: 'memory.onTrace', param: 'options.actions', valid: (v) => v === undefined || (Array.isArray(v) && v.every((a) => native.traceActionNames().includes(a))), extra: () => [['alloc', 'allocate'], [1]], call: (v) => memory.onTrace(() => {}, { actions: v as never }) },
+  { name: 'memory.onTrace', param: 'options.device', valid: kinds.device, call: (v) => memory.onTrace(() => {}, { device: v as number }) },
+  { name: 'memory.onTrace', param: 'options.capacity', valid: (v) => v === undefined || isInt(v, 1, 2 ** 24), call: (v) => memory.onTrace(() => {}, { capacity: v as number }) },
+  { name: 'memory.onTrace', param: 'options.intervalMs', valid: (v) => v === undefined || isInt(v, 1, 60_000), call: (v) => memory.onTrace(() => {}, { intervalMs: v as number }) },
   { name: 'memory.dumpSnapshotOnOutOfMemory', param: 'path', valid: (v) => v === null || (typeof v === 'string' && v !== ''), call: (v) => memory.dumpSnapshotOnOutOfMemory(v as string) },
   { name: 'new MemPool', param: 'options', valid: kinds.options, extra: badOptions(['device', 'use_on_oom', 'no_split']), call: (v) => new MemPool(v as never) },
   { name: 'new MemPool', param: 'options.device', valid: kinds.device, call: (v) => new MemPool({ device: v as number }) },

@@ -315,3 +315,59 @@ TEST(annotate_records_a_note_on_a_live_allocation) {
   f.a().free(p);
   CHECK_VALID(f.a());
 }
+
+TEST(trace_subscription_queues_the_asked_actions_with_history_off_and_counts_drops) {
+  Fixture f;
+  auto& a = f.a();
+  const std::uint32_t mask = (1u << static_cast<unsigned>(TraceAction::kSegmentAlloc)) |
+                             (1u << static_cast<unsigned>(TraceAction::kOom));
+  a.set_trace_subscription(mask, 2);
+  DevicePtr p = a.malloc(4096, 0, 0, CallContext{0, 7});
+  a.free(p);
+  DevicePtr big = a.malloc(30 * MiB, 0);
+  std::vector<TraceEntry> got;
+  std::uint64_t dropped = 9;
+  a.drain_traces(got, dropped);
+  CHECK_EQ(got.size(), std::size_t{2});
+  CHECK(got[0].action == TraceAction::kSegmentAlloc && got[0].size == 2 * MiB);
+  CHECK(got[1].action == TraceAction::kSegmentAlloc && got[1].size == 30 * MiB);
+  CHECK_EQ(dropped, std::uint64_t{0});
+  CHECK(a.snapshot(0, true).traces.empty());  // history stayed off
+  // Past the capacity entries are counted, not queued.
+  std::vector<DevicePtr> held;
+  for (int i = 0; i < 3; ++i) held.push_back(a.malloc(100 * MiB, 0));  // three new segments
+  a.drain_traces(got, dropped);
+  CHECK_EQ(got.size(), std::size_t{2});
+  CHECK_EQ(dropped, std::uint64_t{1});
+  a.drain_traces(got, dropped);
+  CHECK(got.empty());
+  CHECK_EQ(dropped, std::uint64_t{0});  // counted once
+  for (DevicePtr h : held) a.free(h);
+  a.set_trace_subscription(0, 0);
+  a.free(a.malloc(200 * MiB, 0));
+  a.drain_traces(got, dropped);
+  CHECK(got.empty());
+  a.free(big);
+  CHECK_VALID(a);
+}
+
+TEST(trace_subscription_and_history_share_entries_but_not_the_skip_list) {
+  Fixture f;
+  auto& a = f.a();
+  HistoryOptions h;
+  h.enabled = true;
+  h.max_entries = 100;
+  h.skip_mask = 1u << static_cast<unsigned>(TraceAction::kAlloc);
+  a.set_history(h);
+  a.set_trace_subscription(1u << static_cast<unsigned>(TraceAction::kAlloc), 10);
+  a.free(a.malloc(4096, 0));
+  std::vector<TraceEntry> got;
+  std::uint64_t dropped = 0;
+  a.drain_traces(got, dropped);
+  CHECK_EQ(got.size(), std::size_t{1});
+  CHECK(got[0].action == TraceAction::kAlloc);
+  CHECK_EQ(got[0].seq, std::uint64_t{0});  // not in the ring: no number
+  const auto traces = a.snapshot(0, true).traces;
+  for (const TraceEntry& e : traces) CHECK(e.action != TraceAction::kAlloc);
+  for (std::size_t i = 1; i < traces.size(); ++i) CHECK_EQ(traces[i].seq, traces[i - 1].seq + 1);
+}

@@ -63,6 +63,17 @@ CCA_HOT void DeviceCachingAllocator::check_stream(StreamId stream) const {
   }
 }
 
+CCA_HOT_INLINE const Block* DeviceCachingAllocator::hand_out(const AllocParams& p, std::uint32_t owner) {
+  HandOut h;
+  h.requested = p.requested;
+  h.size = p.size;
+  h.split = !p.block->pool->no_split && should_split(p.block->size, p.size, splits_like_small(*p.block), config_);
+  h.oversize = is_oversize(h.split ? p.size : p.block->size, config_);
+  h.owner = owner;
+  h.ctx = p.ctx;
+  return ledger_.hand_out(p.block, p.block_in_free_set, h);
+}
+
 // The malloc both entry points share; `counted` runs under the lock once the block is handed
 // out. A template, so the JS path's instantiation (an empty `counted`) is the code it was.
 template <class Counted>
@@ -123,16 +134,6 @@ CCA_HOT bool DeviceCachingAllocator::get_free_block(AllocParams& p) {
   return p.block != nullptr;
 }
 
-CCA_HOT const Block* DeviceCachingAllocator::hand_out(const AllocParams& p, std::uint32_t owner) {
-  HandOut h;
-  h.requested = p.requested;
-  h.size = p.size;
-  h.split = !p.block->pool->no_split && should_split(p.block->size, p.size, splits_like_small(*p.block), config_);
-  h.oversize = is_oversize(h.split ? p.size : p.block->size, config_);
-  h.owner = owner;
-  h.ctx = p.ctx;
-  return ledger_.hand_out(p.block, p.block_in_free_set, h);
-}
 
 bool DeviceCachingAllocator::trigger_free_memory_callbacks(std::unique_lock<std::mutex>& lock) {
   if (free_memory_callbacks_.empty()) return false;

@@ -192,6 +192,8 @@ class DeviceCachingAllocator {
   DeviceStats stats() const;
   // Each live MemPool's reserved_bytes (PyTorch's reserved_bytes_by_private_pools).
   std::vector<PoolReserved> pool_reserved_stats() const;
+  // Live memory per (owner, tag) ever tagged here (memory_stats_by_tag).
+  std::vector<TagStat> tag_stats() const;
   // What a metrics scrape reads, taken under one lock so the figures agree: the stats, the
   // largest free block of the small and the large pools (private pools included), and the
   // history ring's fill. Reads no trace entry and walks no block list.
@@ -220,6 +222,11 @@ class DeviceCachingAllocator {
   // Starts, changes or stops recording history (PyTorch's _record_memory_history).
   // Disabling, or clear_history, frees the ring.
   void set_history(const HistoryOptions& options);
+  // Live trace events (memory.onTrace): entries of the actions in `mask` (bit 1 << action)
+  // queue up to `capacity` until drained; mask 0 stops. Independent of history.
+  void set_trace_subscription(std::uint32_t mask, std::size_t capacity);
+  // Takes the queued entries (oldest first) and how many were dropped since the last drain.
+  void drain_traces(std::vector<TraceEntry>& out, std::uint64_t& dropped);
   // Bytes the trace ring holds (0 once history is disabled or cleared).
   std::size_t history_bytes() const;
   // Takes the next number of the device's history order, as a trace entry would: an event

@@ -52,6 +52,16 @@ void DeviceCachingAllocator::set_history(const HistoryOptions& options) {
   ledger_.set_history(options);
 }
 
+void DeviceCachingAllocator::set_trace_subscription(std::uint32_t mask, std::size_t capacity) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ledger_.set_trace_subscription(mask, capacity);
+}
+
+void DeviceCachingAllocator::drain_traces(std::vector<TraceEntry>& out, std::uint64_t& dropped) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ledger_.drain_traces(out, dropped);
+}
+
 std::size_t DeviceCachingAllocator::history_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return ledger_.ring().capacity_bytes();
@@ -71,6 +81,11 @@ DeviceStats DeviceCachingAllocator::stats() const {
 std::vector<PoolReserved> DeviceCachingAllocator::pool_reserved_stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return ledger_.pool_reserved();
+}
+
+std::vector<TagStat> DeviceCachingAllocator::tag_stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ledger_.tag_counters().read();
 }
 
 void DeviceCachingAllocator::reset_peak_stats() {

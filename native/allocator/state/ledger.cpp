@@ -29,13 +29,27 @@ const Segment* Ledger::segment_containing(DevicePtr ptr) const {
 
 CCA_HOT void Ledger::record_traces(const StateChange& change) {
   const std::uint64_t now = clock_ticks();
+  if (live_.mask() == 0) {
+    for (int i = 0; i < change.trace_count(); ++i) {
+      const TraceEntry& e = change.trace_entry(i);
+      if (history_.skip_mask & (1u << static_cast<unsigned>(e.action))) continue;
+      TraceEntry& slot = ring_.append();
+      slot = e;
+      slot.ticks = now;
+      slot.seq = ++history_seq_;
+    }
+    return;
+  }
+  // A subscriber listens: the ring keeps what history asks for, the queue what it does.
   for (int i = 0; i < change.trace_count(); ++i) {
-    const TraceEntry& e = change.trace_entry(i);
-    if (history_.skip_mask & (1u << static_cast<unsigned>(e.action))) continue;
-    TraceEntry& slot = ring_.append();
-    slot = e;
-    slot.ticks = now;
-    slot.seq = ++history_seq_;
+    TraceEntry e = change.trace_entry(i);
+    e.ticks = now;
+    e.seq = 0;  // only the ring's entries are numbered, so its order has no gaps
+    if (history_.enabled && !(history_.skip_mask & (1u << static_cast<unsigned>(e.action)))) {
+      e.seq = ++history_seq_;
+      ring_.append() = e;
+    }
+    if (live_.wants(e.action)) live_.push(e);
   }
 }
 
@@ -119,15 +133,16 @@ void Ledger::pool_created(std::uint32_t id, bool no_split) {
   pools_.emplace(id, std::make_unique<PrivatePool>(id, no_split));
 }
 
-void Ledger::count_pool_reserved(const StatDelta& delta) {
-  if (delta.private_pool() == 0) return;
-  std::array<Stat, 3>& reserved = private_pool_of(delta.private_pool()).reserved;
+void Ledger::count_pool_reserved(std::uint32_t pool, const StatDelta& delta) {
+  if (delta.reserved_change() == 0) return;
+  std::array<Stat, 3>& reserved = private_pool_of(pool).reserved;
   reserved[kAggregate].apply(delta.reserved_change());
   reserved[delta.stat_pool()].apply(delta.reserved_change());
 }
 
 void Ledger::reset_peak_stats() {
   stats_.reset_peak();
+  tags_.reset_peak();
   for (auto& entry : pools_) {
     for (Stat& s : entry.second->reserved) s.peak = s.current;
   }
@@ -157,6 +172,7 @@ void Ledger::pool_erased(std::uint32_t id) {
 void Ledger::set_history(const HistoryOptions& options) {
   history_ = options;
   history_.clear_history = false;
+  tracing_ = options.enabled || live_.mask() != 0;
   if (!options.enabled) {
     history_.context = RecordContext::kNever;
     ring_.clear();
@@ -164,6 +180,11 @@ void Ledger::set_history(const HistoryOptions& options) {
   }
   if (options.clear_history) ring_.clear();
   ring_.set_max_entries(options.max_entries);
+}
+
+void Ledger::set_trace_subscription(std::uint32_t mask, std::size_t capacity) {
+  live_.configure(mask, capacity);
+  tracing_ = history_.enabled || mask != 0;
 }
 
 }  // namespace cca

@@ -31,6 +31,8 @@
 #include "segment.h"
 #include "state_change.h"
 #include "stats.h"
+#include "tag_counters.h"
+#include "trace_queue.h"
 #include "trace_ring.h"
 
 namespace cca {
@@ -88,6 +90,7 @@ class Ledger {
   }
   std::size_t allocated_count() const { return allocated_.size(); }
   const StatCounters& stats() const { return stats_; }
+  const TagLedger& tag_counters() const { return tags_; }
   std::size_t reserved_bytes() const { return static_cast<std::size_t>(stats_.current(kReservedBytes, kAggregate)); }
   const HistoryOptions& history() const { return history_; }
   const TraceRing& ring() const { return ring_; }
@@ -154,6 +157,10 @@ class Ledger {
   }
   // History and stats.
   void set_history(const HistoryOptions& options);
+  // Live trace events: entries of the actions in `mask` are queued (at most `capacity`,
+  // the rest counted as dropped) whether or not history is recorded; mask 0 stops it.
+  void set_trace_subscription(std::uint32_t mask, std::size_t capacity);
+  void drain_traces(std::vector<TraceEntry>& out, std::uint64_t& dropped) { live_.drain(out, dropped); }
   // The next number of the history order, as a trace entry would take it.
   std::uint64_t next_seq() { return ++history_seq_; }
   void reset_peak_stats();
@@ -170,14 +177,19 @@ class Ledger {
   // Inline: every transition ends here, and with history off it is the stat update alone.
   void commit(const StateChange& change) {
     change.delta().apply_to(stats_);
-    // Segments come and go rarely: the cached pair pays this one test.
-    if (change.delta().reserved_change() != 0) count_pool_reserved(change.delta());
     if (change.counter() != Counter::kNone) stats_.bump(change.counter());
     if (change.trace_count() != 0) record_traces(change);
   }
   void record_traces(const StateChange& change);
-  void count_pool_reserved(const StatDelta& delta);
-  bool tracing() const { return history_.enabled; }
+  // commit() for the transitions that change reserved memory (segments and pages coming and
+  // going, all off the cached path): a MemPool's own reserved bytes follow too.
+  void commit_reserved(const StateChange& change, const BlockPool& pool) {
+    commit(change);
+    if (pool.pool_id != 0) count_pool_reserved(pool.pool_id, change.delta());
+  }
+  void count_pool_reserved(std::uint32_t pool, const StatDelta& delta);
+  // Whether transitions collect trace entries: history is on, or a subscriber listens.
+  bool tracing() const { return tracing_; }
   // The stack a trace entry carries under the current context level.
   std::uint32_t trace_stack(std::uint32_t stack) const {
     return history_.context >= RecordContext::kAlloc ? stack : 0;
@@ -200,8 +212,11 @@ class Ledger {
   PointerMap allocated_;  // kAllocated blocks by address
   std::unordered_map<DevicePtr, std::unique_ptr<Segment>> segments_;
   StatCounters stats_;
+  TagLedger tags_;
   HistoryOptions history_;
   TraceRing ring_;
+  TraceQueue live_;
+  bool tracing_ = false;  // history_.enabled || live_.mask() != 0, kept in one flag for the hot path
   std::uint64_t history_seq_ = 0;  // the last seq handed out; never reset, so never reused
   std::vector<Block*> spare_blocks_;  // recycled Block objects: no heap traffic on split/merge
 };

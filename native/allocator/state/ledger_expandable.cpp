@@ -48,7 +48,7 @@ void Ledger::pages_mapped(const Block* unmapped, const std::vector<std::uint64_t
   change.count(Counter::kDeviceAlloc);
   change.trace(TraceAction::kSegmentMap, mapped_at, mapped, to_map->stream, trace_stack(stack), 0,
                to_map->pool->pool_id);
-  commit(change);
+  commit_reserved(change, *to_map->pool);
 }
 
 // The bytes of the block around the unmapped pages stay mapped as free blocks of their own.
@@ -83,7 +83,7 @@ void Ledger::pages_unmapped(const Block* freed, std::size_t first, std::size_t e
   change.after(*block);
   change.count(Counter::kDeviceFree);
   change.trace(TraceAction::kSegmentUnmap, lo, hi - lo, block->stream, 0, 0, block->pool->pool_id);
-  commit(change);
+  commit_reserved(change, *block->pool);
 }
 
 void Ledger::expandable_released(const Block* released) {
@@ -93,7 +93,7 @@ void Ledger::expandable_released(const Block* released) {
   change.before(*block);
   change.before(*block->segment);
   block->pool->erase_unmapped(block);
-  commit(change);
+  commit(change);  // unmapped space reserves nothing
   erase_segment(block);
 }
 

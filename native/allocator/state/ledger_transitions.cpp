@@ -18,7 +18,7 @@ const Block* Ledger::segment_allocated(DevicePtr ptr, std::size_t size, const Bl
   change.after(*block);
   change.count(Counter::kDeviceAlloc);
   change.trace(TraceAction::kSegmentAlloc, ptr, size, stream, trace_stack(stack), 0, pool.pool_id);
-  commit(change);
+  commit_reserved(change, pool);
   return block;
 }
 
@@ -41,6 +41,9 @@ CCA_HOT const Block* Ledger::hand_out(const Block* handed, bool in_free_set, con
   result->counted_oversize = h.oversize;
   result->alloc_stack = h.ctx.stack;
   result->tag = h.ctx.tag;
+  if (h.ctx.tag != 0) {
+    tags_.allocated(h.owner, h.ctx.tag, static_cast<std::int64_t>(result->size), static_cast<std::int64_t>(h.requested));
+  }
   allocated_.insert(result->ptr, result);
   change.after(*result);
   change.trace(TraceAction::kAlloc, result->ptr, h.requested, result->stream, trace_stack(h.ctx.stack), h.ctx.tag,
@@ -66,6 +69,10 @@ CCA_HOT void Ledger::free_requested(const Block* freed, int events, CallContext 
   CCA_ASSERT(block->state == BlockState::kAllocated && block->event_count == 0);
   block->stream_uses.clear();
   allocated_.erase(block->ptr);
+  if (block->tag != 0) {
+    tags_.freed(block->owner, block->tag, static_cast<std::int64_t>(block->size),
+                static_cast<std::int64_t>(block->requested_size));
+  }
   // With context "all" a free carries the stack of the free site, else the allocation's.
   const std::uint32_t stack = trace_stack(history_.context == RecordContext::kAll ? ctx.stack : block->alloc_stack);
   StateChange change(tracing());
@@ -129,7 +136,7 @@ void Ledger::segment_released(const Block* released) {
   change.count(Counter::kDeviceFree);
   change.trace(TraceAction::kSegmentFree, segment.ptr, segment.size, segment.stream, 0, 0, block->pool->pool_id);
   block->pool->erase(block);
-  commit(change);
+  commit_reserved(change, *block->pool);
   erase_segment(block);
 }
 

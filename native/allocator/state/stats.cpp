@@ -58,7 +58,6 @@ void StatDelta::set_pool(const BlockPool* pool) {
   const int p = pool->is_small ? kSmallPool : kLargePool;
   CCA_ASSERT(pool_ == -1 || pool_ == p);  // one transition touches the blocks of one pool
   pool_ = p;
-  private_pool_ = pool->pool_id;
 }
 
 CCA_HOT void StatDelta::add_block(const Block& b, int sign) {

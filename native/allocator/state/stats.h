@@ -129,9 +129,7 @@ class StatDelta {
   void add_block(const Block& b, int sign);
   void add_segment(const Segment& s, int sign);
   void apply_to(StatCounters& stats) const;
-  // The MemPool of the recorded blocks (0: the default pools) and what the change did to
-  // reserved_bytes, for that pool's own figures.
-  std::uint32_t private_pool() const { return private_pool_; }
+  // What the change did to reserved_bytes, and in which StatPool, for a MemPool's own figures.
   std::int64_t reserved_change() const { return d_[kReservedBytes]; }
   int stat_pool() const { return pool_; }
 
@@ -141,7 +139,6 @@ class StatDelta {
 
   std::int64_t d_[kNumStatKinds] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
   int pool_ = -1;  // the StatPool of the recorded blocks, -1 until one is recorded
-  std::uint32_t private_pool_ = 0;
   std::int64_t oversize_allocations_ = 0;
   std::int64_t oversize_segments_ = 0;
 };
