@@ -51,7 +51,9 @@ const subscribers = new Set<Subscriber>();
 let timer: ReturnType<typeof setInterval> | undefined;
 let timerMs = 0;
 let appliedGeneration = -1;
-let applied = new Map<number, string>();  // device -> "mask/capacity" the native side has
+// What each device's native queue was last set to (kept in step call by call, so a refused
+// subscription leaves it true).
+let applied = new Map<number, { mask: number; capacity: number }>();
 
 /**
  * Calls `cb` with batches of trace entries as the allocator records them: `cb({ device,
@@ -69,7 +71,13 @@ export function onTrace(cb: (batch: TraceBatch) => void, options?: OnTraceOption
   const intervalMs = o.intervalMs === undefined ? 100 : checkInteger('options.intervalMs', o.intervalMs, 1, 60_000);
   const sub: Subscriber = { cb, mask, devices, capacity, intervalMs };
   subscribers.add(sub);
-  update();
+  try {
+    update();
+  } catch (e) {
+    subscribers.delete(sub);  // another thread holds the queue: nothing changes here
+    update();
+    throw e;
+  }
   const stop = () => {
     if (!subscribers.has(sub)) return;
     drain();  // what was queued for it is still delivered
@@ -94,17 +102,17 @@ function update(): void {
     applied = new Map();  // a replaced runtime (sim.configure) has no queues yet
     appliedGeneration = generation();
   }
-  for (const d of applied.keys()) {
-    if (!want.has(d) && d < deviceCount()) native.traceSubscribe(d, 0, 0);
+  for (const d of [...applied.keys()]) {
+    if (want.has(d)) continue;
+    if (d < deviceCount()) native.traceSubscribe(d, 0, 0);
+    applied.delete(d);
   }
-  const next = new Map<number, string>();
   for (const [d, w] of want) {
-    if (d >= deviceCount()) continue;
-    const key = `${w.mask}/${w.capacity}`;
-    if (applied.get(d) !== key) native.traceSubscribe(d, w.mask, w.capacity);
-    next.set(d, key);
+    const a = applied.get(d);
+    if (d >= deviceCount() || (a && a.mask === w.mask && a.capacity === w.capacity)) continue;
+    native.traceSubscribe(d, w.mask, w.capacity);
+    applied.set(d, w);
   }
-  applied = next;
   const ms = Math.min(...[...subscribers].map((s) => s.intervalMs));
   if (subscribers.size === 0 || ms !== timerMs) {
     if (timer !== undefined) clearInterval(timer);
@@ -126,9 +134,7 @@ function drain(): void {
     const entries = decodeTraces(traces);
     for (const s of [...subscribers]) {
       if (!s.devices.includes(d)) continue;
-      const mine = s.mask === applied.get(d)?.split('/').map(Number)[0]
-        ? entries
-        : entries.filter((e) => (s.mask >> actionIndex(e.action)) & 1);
+      const mine = s.mask === applied.get(d)?.mask ? entries : entries.filter((e) => (s.mask >> actionIndex(e.action)) & 1);
       if (mine.length === 0 && dropped === 0) continue;
       try {
         s.cb({ device: d, entries: mine, dropped });

@@ -74,8 +74,8 @@ Napi::Value TraceSubscribe(const Napi::CallbackInfo& info) {
     throw InvalidArgumentError("mask has bits of no action", "ERR_INVALID_ARG_VALUE");
   }
   const std::uint64_t capacity = u64_arg(info, 2, "capacity");
-  runtime(info).allocator(device_arg(info, 0)).set_trace_subscription(static_cast<std::uint32_t>(mask),
-                                                                      static_cast<std::size_t>(capacity));
+  runtime(info).allocator(device_arg(info, 0)).set_trace_subscription(
+      static_cast<std::uint32_t>(mask), static_cast<std::size_t>(capacity), static_cast<AddonState*>(info.Data())->owner);
   return info.Env().Undefined();
 }
 

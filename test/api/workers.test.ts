@@ -100,4 +100,22 @@ describe('worker threads', () => {
     expect(memory.check_invariants()).toBeNull();
     native.free(0, mine);
   });
+
+  it('take turns with live trace events: one JS environment holds a device\'s queue at a time', async () => {
+    const subscribeInWorker = `
+      const { parentPort, workerData } = require('node:worker_threads');
+      (async () => {
+        const { memory } = await import(workerData.dist);
+        let code = 'subscribed';
+        try { memory.onTrace(() => {}, { device: 0 }); } catch (e) { code = e.code; }
+        parentPort.postMessage(code);
+      })();
+    `;
+    const sub = memory.onTrace(() => {}, { device: 0 });
+    expect(await runWorker<string>(subscribeInWorker)).toBe('ERR_CCA_TRACE_IN_USE');
+    sub.stop();
+    // The worker subscribes and exits without stopping: its subscription goes with it.
+    expect(await runWorker<string>(subscribeInWorker)).toBe('subscribed');
+    memory.onTrace(() => {}, { device: 0 }).stop();
+  });
 });

@@ -223,8 +223,10 @@ class DeviceCachingAllocator {
   // Disabling, or clear_history, frees the ring.
   void set_history(const HistoryOptions& options);
   // Live trace events (memory.onTrace): entries of the actions in `mask` (bit 1 << action)
-  // queue up to `capacity` until drained; mask 0 stops. Independent of history.
-  void set_trace_subscription(std::uint32_t mask, std::size_t capacity);
+  // queue up to `capacity` until drained; mask 0 stops. Independent of history. One queue,
+  // so one subscriber (`owner`: a JS environment) at a time: another's is
+  // InvalidArgumentError (ERR_CCA_TRACE_IN_USE) until the first stops or goes away.
+  void set_trace_subscription(std::uint32_t mask, std::size_t capacity, std::uint32_t owner = 0);
   // Takes the queued entries (oldest first) and how many were dropped since the last drain.
   void drain_traces(std::vector<TraceEntry>& out, std::uint64_t& dropped);
   // Bytes the trace ring holds (0 once history is disabled or cleared).
@@ -393,6 +395,7 @@ class DeviceCachingAllocator {
   // (thread, pool) routes in the order they began: PyTorch's captures_underway.
   std::vector<std::pair<std::thread::id, std::uint32_t>> routes_;
   std::vector<std::uint32_t> use_on_oom_pools_;  // in the order they were marked
+  std::uint32_t trace_subscriber_ = 0;           // the owner whose onTrace holds the queue
   std::vector<std::function<bool()>> free_memory_callbacks_;
   std::vector<std::function<void(const OutOfMemoryInfo&)>> oom_observers_;
 };

@@ -11,6 +11,10 @@ void DeviceCachingAllocator::mem_get_info(std::size_t* free_bytes, std::size_t* 
 
 std::size_t DeviceCachingAllocator::release_owner(std::uint32_t owner) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (trace_subscriber_ == owner && owner != 0) {  // its onTrace went with it
+    trace_subscriber_ = 0;
+    ledger_.set_trace_subscription(0, 0);
+  }
   std::vector<const Block*> owned;
   ledger_.for_each_allocated([&](const Block* b) {
     if (b->owner == owner) owned.push_back(b);

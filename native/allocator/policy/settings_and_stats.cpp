@@ -52,8 +52,15 @@ void DeviceCachingAllocator::set_history(const HistoryOptions& options) {
   ledger_.set_history(options);
 }
 
-void DeviceCachingAllocator::set_trace_subscription(std::uint32_t mask, std::size_t capacity) {
+void DeviceCachingAllocator::set_trace_subscription(std::uint32_t mask, std::size_t capacity, std::uint32_t owner) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (trace_subscriber_ != 0 && trace_subscriber_ != owner) {
+    if (mask == 0) return;  // not this owner's to stop
+    throw InvalidArgumentError("live trace events of device " + std::to_string(device_.index()) +
+                                   " go to another JS environment (its memory.onTrace); stop that one first",
+                               "ERR_CCA_TRACE_IN_USE");
+  }
+  trace_subscriber_ = mask == 0 ? 0 : owner;
   ledger_.set_trace_subscription(mask, capacity);
 }
 
