@@ -17,8 +17,9 @@ export interface TagStats {
  * `cuda.alloc`, `_set_memory_metadata`, `withMemoryMetadata`) and each native client of the
  * C ABI by name, with current and peak (since `reset_peak_memory_stats`). A worker thread's
  * labels are in the worker's own view (PyTorch keeps labels per thread); untagged memory is
- * not listed, so `memory_allocated()` minus the sum is untagged or other threads' memory. In order of current bytes, most first
- * (labels that look like integers come first: JavaScript orders such keys so).
+ * not listed, so `memory_allocated()` minus the sum is untagged or other threads' memory.
+ * In order of current bytes, most first (labels that look like integers come first:
+ * JavaScript orders such keys so).
  */
 export function memory_stats_by_tag(device?: number): Record<string, TagStats> {
   const rows = native.tagStats(resolveDevice(device));

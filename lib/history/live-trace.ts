@@ -41,6 +41,8 @@ export interface TraceSubscription {
 
 interface Subscriber {
   cb: (batch: TraceBatch) => void;
+  /** The actions it asked for (null: all), and the same as traceSubscribe's bit mask. */
+  actions: ReadonlySet<string> | null;
   mask: number;
   devices: number[];
   capacity: number;
@@ -69,7 +71,7 @@ export function onTrace(cb: (batch: TraceBatch) => void, options?: OnTraceOption
   const devices = o.device === undefined ? Array.from({ length: deviceCount() }, (_, i) => i) : [resolveDevice(o.device, 'options.device')];
   const capacity = o.capacity === undefined ? 65536 : checkInteger('options.capacity', o.capacity, 1, 2 ** 24);
   const intervalMs = o.intervalMs === undefined ? 100 : checkInteger('options.intervalMs', o.intervalMs, 1, 60_000);
-  const sub: Subscriber = { cb, mask, devices, capacity, intervalMs };
+  const sub: Subscriber = { cb, actions: o.actions === undefined ? null : new Set(o.actions), mask, devices, capacity, intervalMs };
   subscribers.add(sub);
   try {
     update();
@@ -134,7 +136,7 @@ function drain(): void {
     const entries = decodeTraces(traces);
     for (const s of [...subscribers]) {
       if (!s.devices.includes(d)) continue;
-      const mine = s.mask === applied.get(d)?.mask ? entries : entries.filter((e) => (s.mask >> actionIndex(e.action)) & 1);
+      const mine = s.actions === null ? entries : entries.filter((e) => s.actions!.has(e.action));
       if (mine.length === 0 && dropped === 0) continue;
       try {
         s.cb({ device: d, entries: mine, dropped });
@@ -143,10 +145,4 @@ function drain(): void {
       }
     }
   }
-}
-
-let names: string[] | undefined;
-function actionIndex(action: string): number {
-  names ??= native.traceActionNames();
-  return names.indexOf(action);
 }

@@ -1,6 +1,7 @@
 // The metrics every exporter publishes (Prometheus, OpenTelemetry), read in one native call
-// for all devices (no trace entry read, no block walked, no per-block object) and one for
-// the native clients' figures (68 ns when there are none), and named once here:
+// for all devices (no trace entry read, no block walked, no per-block object), one for
+// the native clients' figures (68 ns when there are none) and one per device for the
+// labels' (memory_stats_by_tag), and named once here:
 // docs/monitoring.md's table is this list.
 import { native } from '../native.js';
 import { tags } from '../history/stack-store.js';
@@ -88,7 +89,8 @@ export const METRICS: readonly MetricDefinition[] = [
   { name: 'cca_tag_allocations', help: `Live allocations per label; the ${TAG_SERIES} largest by bytes, the rest as tag="other"`, kind: 'gauge', unit: 'count', perPool: false, by: 'tag', mirrors: 'memory_stats_by_tag()[tag].allocation.current', value: () => undefined, rowValue: (t) => t.allocations },
 ];
 
-// One device's tags with live memory, the largest TAG_SERIES by name and the rest as "other".
+// One device's tags with live memory: the TAG_SERIES holding the most by name, the rest
+// (and a label that is itself called "other") summed as "other".
 function tagSamples(device: number): LabelSample[] {
   const rows = native.tagStats(device);
   const live: LabelSample[] = [];
@@ -97,13 +99,16 @@ function tagSamples(device: number): LabelSample[] {
   }
   if (live.length <= TAG_SERIES) return live;
   live.sort((a, b) => b.bytes - a.bytes);
-  const rest = live.slice(TAG_SERIES);
-  const named = live.slice(0, TAG_SERIES).filter((t) => t.name !== 'other');
   const other = { name: 'other', bytes: 0, allocations: 0 };
-  for (const t of [...rest, ...live.slice(0, TAG_SERIES).filter((t) => t.name === 'other')]) {
-    other.bytes += t.bytes;
-    other.allocations += t.allocations;
-  }
+  const named: LabelSample[] = [];
+  live.forEach((t, i) => {
+    if (i < TAG_SERIES && t.name !== 'other') {
+      named.push(t);
+    } else {
+      other.bytes += t.bytes;
+      other.allocations += t.allocations;
+    }
+  });
   return [...named, other];
 }
 
@@ -111,7 +116,7 @@ const EXTRAS = 4;  // native monitorSample: largest free small, large; history e
 let keys: Map<string, number> | undefined;
 let buffer: Float64Array | undefined;
 
-/** Every device's figures, from one native call; the buffer is reused between readings. */
+/** Every device's figures: the stats in one native call (its buffer reused between readings), then the clients' and labels'. */
 export function readSamples(): DeviceSample[] {
   if (!keys) keys = new Map(native.statKeys().map((k, i) => [k, i]));
   const n = keys.size;

@@ -53,7 +53,8 @@ export async function loadPromClient(): Promise<PromClient> {
 
 /**
  * Registers the allocator's metrics (see docs/monitoring.md) on a prom-client registry.
- * Each scrape makes one native call for all devices. Throws ERR_CCA_ALREADY_REGISTERED if
+ * Each scrape reads the stats of all devices in one native call (and the clients' and
+ * labels' figures beside them). Throws ERR_CCA_ALREADY_REGISTERED if
  * the registry already has them.
  */
 export async function registerPrometheus(options?: PrometheusOptions): Promise<PrometheusHandle> {

@@ -354,9 +354,7 @@ TEST(trace_subscription_queues_the_asked_actions_with_history_off_and_counts_dro
 TEST(trace_subscription_and_history_share_entries_but_not_the_skip_list) {
   Fixture f;
   auto& a = f.a();
-  HistoryOptions h;
-  h.enabled = true;
-  h.max_entries = 100;
+  HistoryOptions h = all_history(RecordContext::kNever, 100);
   h.skip_mask = 1u << static_cast<unsigned>(TraceAction::kAlloc);
   a.set_history(h);
   a.set_trace_subscription(1u << static_cast<unsigned>(TraceAction::kAlloc), 10);

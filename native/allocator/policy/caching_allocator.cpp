@@ -134,7 +134,6 @@ CCA_HOT bool DeviceCachingAllocator::get_free_block(AllocParams& p) {
   return p.block != nullptr;
 }
 
-
 bool DeviceCachingAllocator::trigger_free_memory_callbacks(std::unique_lock<std::mutex>& lock) {
   if (free_memory_callbacks_.empty()) return false;
   auto callbacks = free_memory_callbacks_;

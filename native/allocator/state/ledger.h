@@ -213,7 +213,9 @@ class Ledger {
   std::unordered_map<DevicePtr, std::unique_ptr<Segment>> segments_;
   StatCounters stats_;
   TagLedger tags_;
-  HistoryOptions history_;
+  // Off, skipping every action: the ring takes nothing while history is off (set_history
+  // keeps it so), even when a trace subscriber makes transitions collect entries.
+  HistoryOptions history_{false, RecordContext::kNever, 1, ~0u, false};
   TraceRing ring_;
   TraceQueue live_;
   bool tracing_ = false;  // history_.enabled || live_.mask() != 0, kept in one flag for the hot path

@@ -58,14 +58,10 @@ class TagLedger {
     }
     return out;
   }
-  const TagCounters* find(std::uint32_t owner, std::uint32_t tag) const {
-    auto it = counters_.find(key(owner, tag));
-    return it == counters_.end() ? nullptr : &it->second;
-  }
-  std::size_t size() const { return counters_.size(); }
+  // The counters' key for one (owner, tag).
+  static std::uint64_t key(std::uint32_t owner, std::uint32_t tag) { return (std::uint64_t{owner} << 32) | tag; }
 
  private:
-  static std::uint64_t key(std::uint32_t owner, std::uint32_t tag) { return (std::uint64_t{owner} << 32) | tag; }
   std::unordered_map<std::uint64_t, TagCounters> counters_;
 };
 

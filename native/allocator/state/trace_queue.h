@@ -39,7 +39,6 @@ class TraceQueue {
     dropped = dropped_;
     dropped_ = 0;
   }
-  std::size_t size() const { return entries_.size(); }
 
  private:
   std::uint32_t mask_ = 0;
