@@ -3,6 +3,7 @@ import { DeviceBuffer, makeDeviceBuffer } from './device-buffer.js';
 import { CudaOutOfMemoryError, InvalidArgumentError } from './errors.js';
 import { capture, forgetHistorySettings, sampleStack } from './history/record.js';
 import { forgetCachingSettings } from './caching.js';
+import { resubscribeTraces } from './history/live-trace.js';
 import { stacks, tags } from './history/stack-store.js';
 import { currentMetadata } from './history/metadata.js';
 import { notifyOutOfMemory } from './oom.js';
@@ -145,6 +146,7 @@ export const sim = {
     resetCurrentDevice();
     forgetHistorySettings();
     forgetCachingSettings();
+    resubscribeTraces();
   },
   /**
    * Gives this thread simulated devices of its own, which no other thread sees: a worker
@@ -158,6 +160,7 @@ export const sim = {
     resetCurrentDevice();
     forgetHistorySettings();
     forgetCachingSettings();
+    resubscribeTraces();
   },
   /** A held stream's work (and so the frees waiting on it) does not complete until released. */
   holdStream(stream: Stream, held = true): void {

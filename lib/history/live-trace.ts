@@ -89,6 +89,11 @@ export function onTrace(cb: (batch: TraceBatch) => void, options?: OnTraceOption
   return { flush: drain, stop, [Symbol.dispose]: stop };
 }
 
+/** @internal Subscriptions carried over to a runtime cuda.sim.configure()/isolate() just made. */
+export function resubscribeTraces(): void {
+  if (subscribers.size > 0) update();
+}
+
 // The native queues and the timer as the subscribers need them.
 function update(): void {
   const want = new Map<number, { mask: number; capacity: number }>();
