@@ -1,7 +1,7 @@
 // Shared by the JS benchmarks: what machine and backend the figures come from, and a fresh
 // allocator state that never swaps a real GPU for the simulator.
 import os from 'node:os';
-import { cuda, memory } from '../dist/index.js';
+import { MemPool, cuda, memory, use_mem_pool } from '../dist/index.js';
 
 export function machine() {
   const info = cuda.runtimeInfo();
@@ -22,15 +22,18 @@ export function freshState(simOptions = {}) {
 /**
  * A ~1M-entry history: 100 annotated steps of 3,333 allocations freed within the step plus
  * one kept (a leak). Returns the snapshot (history is turned off) and the kept buffers.
+ * With `pools`, every odd allocation is made in one of that many MemPools (kept to the end).
  */
-export function recordMillionEvents({ tagged = false } = {}) {
+export function recordMillionEvents({ tagged = false, pools = 0 } = {}) {
   memory._record_memory_history({ enabled: 'all', context: null, maxEntries: 1_100_000 });
   const keep = [];
+  const memPools = Array.from({ length: pools }, () => new MemPool());
   for (let step = 0; step < 100; step++) {
     memory.annotate('step', () => {
       const tmp = [];
       for (let i = 0; i < 3333; i++) {
-        tmp.push(cuda.alloc(512 * (1 + (i % 200)), tagged ? { tag: i % 2 ? 'odd' : 'even' } : undefined));
+        const alloc = () => cuda.alloc(512 * (1 + (i % 200)), tagged ? { tag: i % 2 ? 'odd' : 'even' } : undefined);
+        tmp.push(pools && i % 2 ? use_mem_pool(memPools[(i >> 1) % pools], alloc) : alloc());
       }
       keep.push(cuda.alloc(4096));
       for (const b of tmp) b.free();

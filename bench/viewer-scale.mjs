@@ -9,8 +9,11 @@ import { viewerHtml } from '../dist/viewer/html.js';
 import { freshState, machine, recordMillionEvents } from './common.mjs';
 
 const CHROMIUM = process.env.CCA_CHROMIUM ?? '/usr/bin/chromium';
+// --pools N: every odd allocation in one of N MemPools, drawn in the private-pool view.
+const poolsArg = process.argv.indexOf('--pools');
+const pools = poolsArg > 0 ? Number(process.argv[poolsArg + 1]) : 0;
 freshState();
-const { snap, keep } = recordMillionEvents({ tagged: true });
+const { snap, keep } = recordMillionEvents({ tagged: true, pools });
 const n = snap.device_traces[0].length;
 let t0 = performance.now();
 const html = viewerHtml(snap, 'scale');
@@ -39,7 +42,7 @@ const searchMs = await timed(() => page.fill('#search', 'odd'));
 await browser.close();
 for (const b of keep) b.free();
 
-console.log(`offline viewer at ${n} events (${machine()}; ${CHROMIUM})`);
+console.log(`offline viewer at ${n} events${pools ? `, ${pools} MemPools (private-pool view)` : ''} (${machine()}; ${CHROMIUM})`);
 console.log(`HTML: ${(html.length / 2 ** 20).toFixed(1)} MiB, built in ${buildMs.toFixed(0)} ms`);
 console.log(`load until the first draw and state: ${loadMs.toFixed(0)} ms`);
 console.log(`zoom (wheel) redraw: ${zoomMs.toFixed(0)} ms`);

@@ -5,15 +5,18 @@ import { fileURLToPath } from 'node:url';
 import type { Snapshot } from '../snapshot/types.js';
 import { viewerData } from './model.js';
 
-function pageScript(): string {
-  // Built by tsconfig.viewer.json into dist/viewer/page.js, next to this file once built;
-  // from the sources (tests), the built copy.
-  for (const rel of ['./page.js', '../../dist/viewer/page.js']) {
+function builtScript(name: string): string {
+  // Built by tsconfig.viewer.json into dist/viewer/, next to this file once built; from the
+  // sources (tests), the built copy.
+  for (const rel of [`./${name}`, `../../dist/viewer/${name}`]) {
     const path = fileURLToPath(new URL(rel, import.meta.url));
     if (existsSync(path)) return readFileSync(path, 'utf8');
   }
-  throw new Error('the viewer page script is not built: run npm run build:ts');
+  throw new Error(`the viewer page script ${name} is not built: run npm run build:ts`);
 }
+
+/** The page's logic, then its drawing: two scripts of one global scope, run as one. */
+const pageScript = (): string => `${builtScript('page-logic.js')}\n${builtScript('page.js')}`;
 
 /** `<` escaped everywhere, so no string in the data can close the script element. */
 const inlineJson = (v: unknown): string => JSON.stringify(v).replace(/</g, '\\u003c');
@@ -38,6 +41,7 @@ const BODY = `
 <header>
   <h1 id="title"></h1>
   <select id="device"></select>
+  <select id="view"><option value="allocated">Allocated memory</option><option value="pools">Allocated memory (incl. private pools)</option></select>
   <input id="search" placeholder="search: 0x address, frame or tag text">
   <span>wheel: zoom · double-click: all · click: state at that event · ←/→: step</span>
 </header>

@@ -4,6 +4,7 @@
 import type { Frame, Snapshot, TraceAction } from '../snapshot/types.js';
 import { formatFrame, meaningfulFrames } from '../analysis/frames.js';
 import { timeline } from '../analysis/timeline.js';
+import { poolTimeline } from '../analysis/pool-timeline.js';
 import { regionWindows } from '../analysis/diff.js';
 import { orderKeyOf, type OrderKey } from '../analysis/order.js';
 
@@ -20,6 +21,17 @@ export interface ViewerSegment {
   type: 'small' | 'large';
   /** [address, size, state index (BLOCK_STATES), requested size, stack index or -1] */
   blocks: [number, number, number, number, number][];
+}
+
+/** A private pool's memory over the history (lib/analysis/pool-timeline.ts), base64 arrays. */
+export interface ViewerPool {
+  id: [number, number];
+  at: string;
+  allocated: string;
+  reserved: string;
+  allocatedAtStart: number;
+  reservedAtStart: number;
+  peakReserved: number;
 }
 
 export interface ViewerDevice {
@@ -41,6 +53,10 @@ export interface ViewerDevice {
    *  events i with from <= i < to happened inside (ordered by seq where the file has it). */
   regions: [number, number, number][];
   segments: ViewerSegment[];
+  /** Index into `pools` of each event's pool (-1: the default pools) as base64 int32; empty
+   *  when the device has no private pool, so files without any pay nothing. */
+  pool: string;
+  pools: ViewerPool[];
 }
 
 export interface ViewerData {
@@ -141,6 +157,7 @@ export function viewerData(s: Snapshot, title: string): ViewerData {
       tag[i] = e.user_metadata ? tags.id(e.user_metadata) : -1;
     }
     const t = timeline(s, device);
+    const pt = poolTimeline(s, device);
     const finalStacks = new Map<number, number>();
     const segments = s.segments.filter((g) => g.device === device).map((g): ViewerSegment => ({
       address: g.address,
@@ -162,6 +179,11 @@ export function viewerData(s: Snapshot, title: string): ViewerData {
       initial: [...t.initialLive].map(([a, l]) => [a, l.size, finalStacks.get(a) ?? -1]),
       regions: regionSpans(s, device, regionNames),
       segments,
+      pool: pt.pools.length ? b64(pt.poolOf) : '',
+      pools: pt.pools.map((p) => ({
+        id: p.id, at: b64(p.at), allocated: b64(p.allocated), reserved: b64(p.reserved),
+        allocatedAtStart: p.allocatedAtStart, reservedAtStart: p.reservedAtStart, peakReserved: p.peakReserved,
+      })),
     };
   });
   return {

@@ -1,204 +1,7 @@
-// The offline viewer's page script: inlined into the HTML that `cca viz` writes, with the
-// data beside it (no network, no library). A script, not a module: tsconfig.viewer.json
-// compiles it with the DOM types. The pure parts are on `CCAViewer` so tests can run them
-// in Node; `main()` draws only where there is a document.
-//
-// Scale: the timeline draws one column per pixel from the events in view (the largest
-// allocated value of each column, so no peak is lost), so a redraw costs one pass over
-// the visible events; the state at an event is rebuilt from checkpoints of the live set
-// taken every 50,000 events, so a click never replays more than that.
-
-// The data's shape, as lib/viewer/model.ts writes it. Declared again here because a script
-// cannot import; test/tools/viewer.test.ts runs this page's logic on model.ts's output.
-interface RawDevice {
-  device: number;
-  count: number;
-  action: string;
-  addr: string;
-  size: string;
-  time: string;
-  stack: string;
-  tag: string;
-  allocated: string;
-  reserved: string;
-  allocatedAtStart: number;
-  reservedAtStart: number;
-  initial: [number, number, number][];
-  /** [name index, first event inside, first event after] */
-  regions: [number, number, number][];
-  segments: { address: number; total: number; stream: number; type: string; blocks: [number, number, number, number, number][] }[];
-}
-
-interface ViewerInput {
-  title: string;
-  actions: string[];
-  blockStates: string[];
-  stacks: string[][];
-  tags: string[];
-  devices: RawDevice[];
-  regionNames: string[];
-  settings: unknown;
-}
-
-interface Dev {
-  raw: RawDevice;
-  n: number;
-  action: Uint8Array;
-  addr: Float64Array;
-  size: Float64Array;
-  time: Float64Array;
-  stack: Int32Array;
-  tag: Int32Array;
-  allocated: Float64Array;
-  reserved: Float64Array;
-  /** Action code whose event releases an allocation (free_completed, or free_requested). */
-  release: number;
-  checkpoints: Map<number, Map<number, [number, number]>>;
-}
-
-interface Columns {
-  /** Largest allocated value in each column. */
-  allocated: Float64Array;
-  /** Reserved after the last event of each column. */
-  reserved: Float64Array;
-  /** The event holding each column's largest allocated value. */
-  at: Int32Array;
-}
-
-const CHECKPOINT_EVERY = 50_000;
-
-const CCAViewer = {
-  decode(b64: string, kind: 'u8' | 'i32' | 'f64'): Uint8Array | Int32Array | Float64Array {
-    const bin = atob(b64);
-    const bytes = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    if (kind === 'u8') return bytes;
-    return kind === 'i32' ? new Int32Array(bytes.buffer) : new Float64Array(bytes.buffer);
-  },
-
-  device(raw: RawDevice, actions: string[]): Dev {
-    const action = CCAViewer.decode(raw.action, 'u8') as Uint8Array;
-    const completed = actions.indexOf('free_completed');
-    return {
-      raw,
-      n: raw.count,
-      action,
-      addr: CCAViewer.decode(raw.addr, 'f64') as Float64Array,
-      size: CCAViewer.decode(raw.size, 'f64') as Float64Array,
-      time: CCAViewer.decode(raw.time, 'f64') as Float64Array,
-      stack: CCAViewer.decode(raw.stack, 'i32') as Int32Array,
-      tag: CCAViewer.decode(raw.tag, 'i32') as Int32Array,
-      allocated: CCAViewer.decode(raw.allocated, 'f64') as Float64Array,
-      reserved: CCAViewer.decode(raw.reserved, 'f64') as Float64Array,
-      release: action.includes(completed) ? completed : actions.indexOf('free_requested'),
-      checkpoints: new Map(),
-    };
-  },
-
-  columns(dev: Dev, lo: number, hi: number, width: number): Columns {
-    const w = Math.max(1, Math.min(width, hi - lo));
-    const out: Columns = { allocated: new Float64Array(w), reserved: new Float64Array(w), at: new Int32Array(w).fill(-1) };
-    const per = (hi - lo) / w;
-    for (let c = 0; c < w; c++) {
-      const from = lo + Math.floor(c * per);
-      const to = Math.max(from + 1, lo + Math.floor((c + 1) * per));
-      let best = -1;
-      for (let i = from; i < to && i < hi; i++) {
-        if (best < 0 || dev.allocated[i]! > dev.allocated[best]!) best = i;
-      }
-      if (best < 0) continue;
-      out.at[c] = best;
-      out.allocated[c] = dev.allocated[best]!;
-      out.reserved[c] = dev.reserved[Math.min(hi, to) - 1]!;
-    }
-    return out;
-  },
-
-  /** Live allocations after event i (i = -1: when the history began): address -> [size, stack]. */
-  liveAt(dev: Dev, i: number, actions: string[]): Map<number, [number, number]> {
-    const alloc = actions.indexOf('alloc');
-    let from = -1;
-    let live: Map<number, [number, number]> | undefined;
-    for (let c = Math.floor((i + 1) / CHECKPOINT_EVERY) * CHECKPOINT_EVERY - 1; c >= 0; c -= CHECKPOINT_EVERY) {
-      const saved = dev.checkpoints.get(c);
-      if (saved) {
-        from = c;
-        live = new Map(saved);
-        break;
-      }
-    }
-    if (!live) live = new Map(dev.raw.initial.map(([a, s, k]) => [a, [s, k]]));
-    for (let j = from + 1; j <= i; j++) {
-      const code = dev.action[j];
-      if (code === alloc) live.set(dev.addr[j]!, [dev.size[j]!, dev.stack[j]!]);
-      else if (code === dev.release) live.delete(dev.addr[j]!);
-      if ((j + 1) % CHECKPOINT_EVERY === 0 && !dev.checkpoints.has(j)) dev.checkpoints.set(j, new Map(live));
-    }
-    return live;
-  },
-
-  /** Segments present after event i: the final ones, less those made later, plus those released later. */
-  segmentsAt(dev: Dev, i: number, actions: string[]): { address: number; total: number }[] {
-    const grows = [actions.indexOf('segment_alloc'), actions.indexOf('segment_map')];
-    const shrinks = [actions.indexOf('segment_free'), actions.indexOf('segment_unmap')];
-    const segs = new Map<number, number>(dev.raw.segments.map((g) => [g.address, g.total]));
-    for (let j = dev.n - 1; j > i; j--) {
-      const code = dev.action[j]!;
-      if (grows.includes(code)) segs.delete(dev.addr[j]!);
-      else if (shrinks.includes(code)) segs.set(dev.addr[j]!, dev.size[j]!);
-    }
-    return [...segs].map(([address, total]) => ({ address, total })).sort((a, b) => a.address - b.address);
-  },
-
-  /** Events matching a hex address, or a frame or tag substring (case-insensitive); at most `limit`. */
-  search(dev: Dev, data: ViewerInput, query: string, limit = 200): number[] {
-    const q = query.trim().toLowerCase();
-    const out: number[] = [];
-    if (q === '') return out;
-    if (/^0x[0-9a-f]+$/.test(q)) {
-      const want = parseInt(q.slice(2), 16);
-      for (let i = 0; i < dev.n && out.length < limit; i++) if (dev.addr[i] === want) out.push(i);
-      return out;
-    }
-    const stacks = new Set<number>();
-    data.stacks.forEach((frames, k) => {
-      if (frames.some((f) => f.toLowerCase().includes(q))) stacks.add(k);
-    });
-    const tags = new Set<number>();
-    data.tags.forEach((t, k) => {
-      if (t.toLowerCase().includes(q)) tags.add(k);
-    });
-    for (let i = 0; i < dev.n && out.length < limit; i++) {
-      if (stacks.has(dev.stack[i]!) || tags.has(dev.tag[i]!)) out.push(i);
-    }
-    return out;
-  },
-
-  /** The annotated regions event i happened inside, as "name #run" (runs counted from 1). */
-  regionsAt(dev: Dev, data: ViewerInput, i: number): string[] {
-    const runs = new Map<number, number>();
-    const out: string[] = [];
-    for (const [name, from, to] of dev.raw.regions) {
-      const run = (runs.get(name) ?? 0) + 1;
-      runs.set(name, run);
-      if (from <= i && i < to) out.push(`${data.regionNames[name]} #${run}`);
-    }
-    return out;
-  },
-
-  bytes(n: number): string {
-    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-    let u = 0;
-    let v = Math.abs(n);
-    while (v >= 1024 && u < units.length - 1) {
-      v /= 1024;
-      u++;
-    }
-    return `${n < 0 ? '-' : ''}${u === 0 ? v : v.toFixed(2)} ${units[u]}`;
-  },
-};
-
-(globalThis as unknown as { CCAViewer: typeof CCAViewer }).CCAViewer = CCAViewer;
+// The offline viewer's page: draws and answers the user, over page-logic.ts (inlined
+// before it, in one script, into the HTML that `cca viz` writes; no network, no library).
+// A script, not a module: tsconfig.viewer.json compiles it with the DOM types; `main()`
+// runs only where there is a document.
 
 function main(): void {
   const data = JSON.parse(document.getElementById('cca-data')!.textContent!) as ViewerInput;
@@ -207,6 +10,7 @@ function main(): void {
   document.title = `${data.title}: memory`;
   $('title').textContent = data.title;
   const deviceSelect = $<HTMLSelectElement>('device');
+  const viewSelect = $<HTMLSelectElement>('view');
   devices.forEach((d, k) => deviceSelect.add(new Option(`device ${d.raw.device} (${d.n} events)`, String(k))));
   // Like memory_viz: start on the device with the longest history.
   let dev = devices.reduce((best, d) => (d.n > best.n ? d : best), devices[0]!);
@@ -226,8 +30,13 @@ function main(): void {
     const tag = dev.tag[i]! >= 0 ? `  tag ${data.tags[dev.tag[i]!]}` : '';
     const regions = CCAViewer.regionsAt(dev, data, i);
     const inside = regions.length ? `  in ${regions.join(', ')}` : '';
-    return `#${i}  ${a}  ${CCAViewer.bytes(dev.size[i]!)}  ${where}${tag}${inside}\n` +
-      `allocated ${CCAViewer.bytes(dev.allocated[i]!)}, reserved ${CCAViewer.bytes(dev.reserved[i]!)}\n\n${frames(dev.stack[i]!)}`;
+    const pool = dev.pool && dev.pool[i]! >= 0 ? `  ${dev.pools[dev.pool[i]!]!.name}` : '';
+    const pools = dev.pools.map((p) => {
+      const [al, re] = CCAViewer.poolAt(p, i);
+      return `; ${p.name}: ${CCAViewer.bytes(al)} allocated of ${CCAViewer.bytes(re)} reserved`;
+    }).join('');
+    return `#${i}  ${a}  ${CCAViewer.bytes(dev.size[i]!)}  ${where}${pool}${tag}${inside}\n` +
+      `allocated ${CCAViewer.bytes(dev.allocated[i]!)}, reserved ${CCAViewer.bytes(dev.reserved[i]!)}${pools}\n\n${frames(dev.stack[i]!)}`;
   };
 
   function draw(): void {
@@ -240,14 +49,36 @@ function main(): void {
       return;
     }
     cols = CCAViewer.columns(dev, lo, hi, w);
+    const bands = viewSelect.value === 'pools' && dev.pools.length ? CCAViewer.poolBands(dev, cols) : null;
     let top = 1;
-    for (let c = 0; c < cols.at.length; c++) top = Math.max(top, cols.allocated[c]!, cols.reserved[c]!);
+    for (let c = 0; c < cols.at.length; c++) {
+      let stacked = cols.allocated[c]!;
+      if (bands) stacked = bands.defaultAllocated[c]! + bands.envelope.reduce((n, e) => n + e[c]!, 0);
+      top = Math.max(top, stacked, cols.reserved[c]!);
+    }
     const y = (v: number) => h - 4 - (v / top) * (h - 24);
     const x = (c: number) => (c * w) / cols!.at.length;
+    const colW = Math.max(1, w / cols.at.length);
+    const bar = (c: number, from: number, height: number) => ctx.fillRect(x(c), y(from + height), colW, y(from) - y(from + height));
     ctx.fillStyle = '#4c78a8';
     for (let c = 0; c < cols.at.length; c++) {
       if (cols.at[c]! < 0) continue;
-      ctx.fillRect(x(c), y(cols.allocated[c]!), Math.max(1, w / cols.at.length), h - 4 - y(cols.allocated[c]!));
+      bar(c, 0, bands ? bands.defaultAllocated[c]! : cols.allocated[c]!);
+    }
+    if (bands) {
+      // Above the default pools' memory, each pool's envelope (grey, what it reserved) with
+      // its live allocations inside at half strength, as memory_viz draws them.
+      for (let c = 0; c < cols.at.length; c++) {
+        if (cols.at[c]! < 0) continue;
+        let base = bands.defaultAllocated[c]!;
+        bands.envelope.forEach((env, k) => {
+          ctx.fillStyle = '#c7c7c7';
+          bar(c, base, env[c]!);
+          ctx.fillStyle = POOL_COLOURS[k % POOL_COLOURS.length]!;
+          bar(c, base, bands.allocated[k]![c]!);
+          base += env[c]!;
+        });
+      }
     }
     ctx.strokeStyle = '#999';
     ctx.beginPath();
@@ -273,7 +104,10 @@ function main(): void {
     ctx.fillStyle = '#333';
     ctx.font = `${12 * devicePixelRatio}px sans-serif`;
     const regionLegend = data.regionNames.length ? `, green rows: ${data.regionNames.slice(0, 6).join(' / ')}` : '';
-    ctx.fillText(`peak in view ${CCAViewer.bytes(top)}  (blue: allocated, grey: reserved, red: OOM${regionLegend})  events ${lo}..${hi - 1}`, 6, 14 * devicePixelRatio);
+    const legend = bands
+      ? `blue: default pools, grey: a private pool's reserved memory with its allocations inside (bottom up: ${bands.names.join(', ')}), line: reserved, red: OOM`
+      : 'blue: allocated, grey: reserved, red: OOM';
+    ctx.fillText(`peak in view ${CCAViewer.bytes(top)}  (${legend}${regionLegend})  events ${lo}..${hi - 1}`, 6, 14 * devicePixelRatio);
   }
 
   const eventAt = (clientX: number): number => {
@@ -381,10 +215,18 @@ function main(): void {
     if (ev.key === 'ArrowRight') select(selected + 1);
     if (ev.key === 'ArrowLeft') select(selected - 1);
   };
+  // The private-pool view is offered where the device has a private pool, and chosen
+  // from the start when one holds memory, as it is the one that explains such a file.
+  const offerPoolView = () => {
+    viewSelect.options[1]!.disabled = dev.pools.length === 0;
+    viewSelect.value = dev.pools.length ? 'pools' : 'allocated';
+  };
+  viewSelect.onchange = draw;
   deviceSelect.onchange = () => {
     dev = devices[Number(deviceSelect.value)]!;
     lo = 0;
     hi = dev.n;
+    offerPoolView();
     select(-1);
   };
   $<HTMLInputElement>('search').oninput = (ev) => {
@@ -402,6 +244,7 @@ function main(): void {
   };
   $('settings').textContent = JSON.stringify(data.settings, null, 1);
   window.onresize = draw;
+  offerPoolView();
   select(-1);
 }
 

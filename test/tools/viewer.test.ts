@@ -8,17 +8,18 @@ import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type Browser, chromium } from 'playwright-core';
-import { CudaOutOfMemoryError, cuda, loadSnapshot, memory } from '../../lib/index.js';
+import { CudaOutOfMemoryError, MemPool, cuda, loadSnapshot, memory, use_mem_pool } from '../../lib/index.js';
 import { viewerData } from '../../lib/viewer/model.js';
 import { viewerHtml } from '../../lib/viewer/html.js';
 import { timeline } from '../../lib/analysis/timeline.js';
+import { poolMemoryAt, poolTimeline } from '../../lib/analysis/pool-timeline.js';
 import type { Snapshot } from '../../lib/snapshot/types.js';
 import { KiB, MiB, freshSim } from '../support/helpers.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
-const PAGE = fileURLToPath(new URL('../../dist/viewer/page.js', import.meta.url));
+const PAGE = fileURLToPath(new URL('../../dist/viewer/page-logic.js', import.meta.url));
 const CHROMIUM = process.env.CCA_CHROMIUM ?? '/usr/bin/chromium';
 const dir = tempDir('cca-viewer-');
 
@@ -45,6 +46,30 @@ function recorded(): Snapshot {
   memory._record_memory_history(null);
   for (const b of keep) b.free();
   return snap;
+}
+
+/** Two MemPools beside the default pools: one kept to the dump, one released before it. */
+function withPools(): { snap: Snapshot; kept: MemPool; reservedInPool: number[] } {
+  memory._record_memory_history({ enabled: 'all', context: 'all' });
+  const kept = new MemPool();
+  const gone = new MemPool();
+  const keep = [cuda.alloc(3 * MiB)];
+  const reservedInPool: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    const held = use_mem_pool(kept, () => cuda.alloc((i + 1) * MiB));
+    const scratch = use_mem_pool(gone, () => cuda.alloc(512 * KiB));
+    cuda.alloc(200 * KiB).free();
+    scratch.free();
+    if (i % 2) held.free();
+    else keep.push(held);
+  }
+  reservedInPool.push(memory.memory_stats()[`reserved_bytes_by_private_pools.0_${kept.id[1]}.all.current`] as number);
+  gone.release();
+  const snap = memory._snapshot();
+  memory._record_memory_history(null);
+  for (const b of keep) b.free();
+  kept.release();
+  return { snap, kept, reservedInPool };
 }
 
 type Viewer = {
@@ -151,6 +176,63 @@ describe('viewer data and page logic', () => {
     for (let i = 0; i < t.allocated.length; i++) expect(t.allocated[i]).toBeLessThanOrEqual(t.reserved[i]!);
   });
 
+  it('the private-pool view: each pool\'s envelope and allocations, summing to the whole', () => {
+    const { snap, kept, reservedInPool } = withPools();
+    const t = timeline(snap, 0);
+    const pt = poolTimeline(snap, 0);
+    expect(pt.pools.map((p) => p.id).sort((a, b) => a[1] - b[1])).toEqual([[0, kept.id[1]], [0, kept.id[1] + 1]]);
+    const keptPool = pt.pools.find((p) => p.id[1] === kept.id[1])!;
+    const gonePool = pt.pools.find((p) => p.id[1] !== kept.id[1])!;
+    const last = t.allocated.length - 1;
+    // At the dump: the kept pool holds what its final segments hold; the released one nothing.
+    const segs = snap.segments.filter((g) => g.segment_pool_id[1] === kept.id[1]);
+    const live = segs.flatMap((g) => g.blocks).filter((b) => b.state === 'active_allocated');
+    expect(poolMemoryAt(keptPool, last)).toEqual([live.reduce((n, b) => n + b.requested_size, 0), segs.reduce((n, g) => n + g.total_size, 0)]);
+    expect(keptPool.peakReserved).toBe(reservedInPool[0]);
+    expect(poolMemoryAt(gonePool, last)).toEqual([0, 0]);
+    expect(gonePool.peakReserved).toBeGreaterThan(0);
+    // Everywhere, the pools' memory is part of the whole and never negative.
+    for (let i = -1; i <= last; i++) {
+      let a = 0;
+      let r = 0;
+      for (const p of pt.pools) {
+        const [pa, pr] = poolMemoryAt(p, i);
+        expect(pa).toBeGreaterThanOrEqual(0);
+        expect(pa).toBeLessThanOrEqual(pr);
+        a += pa;
+        r += pr;
+      }
+      expect(a).toBeLessThanOrEqual(i < 0 ? t.allocatedAtStart : t.allocated[i]!);
+      expect(r).toBeLessThanOrEqual(i < 0 ? t.reservedAtStart : t.reserved[i]!);
+    }
+    // The page's bands: default pools plus every pool's allocations are the timeline's.
+    const data = viewerData(snap, 'pools');
+    const v = pageLogic() as Viewer & { poolBands(dev: unknown, cols: unknown, most?: number): { names: string[]; defaultAllocated: Float64Array; envelope: Float64Array[]; allocated: Float64Array[] } };
+    const dev = v.device(data.devices[0], data.actions);
+    const cols = v.columns(dev, 0, dev.n, 40);
+    for (const most of [8, 1]) {
+      const bands = v.poolBands(dev, cols, most);
+      expect(bands.names).toEqual(most === 8 ? [`pool (0, ${keptPool.id[1]})`, `pool (0, ${gonePool.id[1]})`] : ['2 other pools']);
+      for (let c = 0; c < 40; c++) {
+        const inPools = bands.allocated.reduce((n, a) => n + a[c]!, 0);
+        expect(bands.defaultAllocated[c]! + inPools).toBe(cols.allocated[c]);
+        bands.envelope.forEach((env, k) => expect(env[c]).toBeGreaterThanOrEqual(bands.allocated[k]![c]!));
+      }
+    }
+  });
+
+  it('reads pools from the final segments when trace entries carry no pool id, as PyTorch 2.11 writes them', () => {
+    const { snap, kept } = withPools();
+    const ours = poolTimeline(snap, 0);
+    for (const e of snap.device_traces[0]!) delete e.pool_id;
+    const read = poolTimeline(snap, 0);
+    // The kept pool's memory is found whole; the pool released before the dump is not.
+    expect(read.pools.map((p) => p.id)).toEqual([[0, kept.id[1]]]);
+    const a = ours.pools.find((p) => p.id[1] === kept.id[1])!;
+    const b = read.pools[0]!;
+    for (let i = -1; i < snap.device_traces[0]!.length; i++) expect(poolMemoryAt(b, i)).toEqual(poolMemoryAt(a, i));
+  });
+
   it('an action this viewer does not know is listed as other and changes no state', () => {
     const snap = recorded();
     const trace = snap.device_traces[0]!;
@@ -247,11 +329,36 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? `the viewer in Chromium (${CHROM
     await page.close();
   });
 
+  it('opens a file with MemPools on the private-pool view, and switches back', async () => {
+    const { snap, kept } = withPools();
+    const file = join(dir, 'pools.html');
+    writeFileSync(file, viewerHtml(snap, 'pools'));
+    const { page, errors, requests } = await open(file);
+    const envelopePixels = `(() => {
+      const c = document.getElementById('timeline');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i] === 0xc7 && d[i + 1] === 0xc7 && d[i + 2] === 0xc7) n++;
+      return n;
+    })()`;
+    expect(await page.locator('#view').inputValue()).toBe('pools');
+    expect(await page.evaluate(envelopePixels)).toBeGreaterThan(100);
+    await page.fill('#search', `0x${snap.segments.find((g) => g.segment_pool_id[1] === kept.id[1])!.address.toString(16)}`);
+    await page.locator('#results .row').first().click();
+    expect(await page.locator('#event').textContent()).toContain(`pool (0, ${kept.id[1]})`);
+    await page.selectOption('#view', 'allocated');
+    expect(await page.evaluate(envelopePixels)).toBe(0);
+    expect(errors).toEqual([]);
+    expect(requests).toEqual([]);
+    await page.close();
+  });
+
   it('opens PyTorch\'s fixture written by cca viz', async () => {
     const file = join(dir, 'fixture.html');
     execFileSync(process.execPath, [CLI, 'viz', FIXTURE, '-o', file], { encoding: 'utf8' });
     const { page, errors, requests } = await open(file);
     expect(await page.locator('#device').textContent()).toContain('device 0 (6111 events)');
+    expect(await page.locator('#view').inputValue()).toBe('allocated');  // no private pool in it
     expect(await page.locator('#live div').first().textContent()).toContain('486 live allocations');
     expect(await page.evaluate(bluePixels('timeline'))).toBeGreaterThan(1000);
     const box = (await page.locator('#timeline').boundingBox())!;
