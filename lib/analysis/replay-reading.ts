@@ -24,9 +24,41 @@ export function settingsOf(snapshot: Snapshot): string {
 /**
  * Whether the segment free at `i` opens a run of segment frees: the cache released, by
  * empty_cache(), a MemPool's release, or a request that found no room (releasesInRequests).
+ * One release frees a pool's segments in the order of its free set (large pool first, then
+ * by stream, size and address), so a segment that comes before the previous one in that
+ * order was freed by the next call: a MemPool's end followed at once by an empty_cache()
+ * shows as one run in the trace, and is read as two. `inOrder` false: the settings release
+ * in other orders too (oversize blocks largest first with max_split_size_mb, garbage
+ * collection by age), and only a run's first free starts one.
  */
-export function startsCacheRelease(trace: readonly TraceEntry[], i: number): boolean {
-  return releases(trace[i]) && !releases(trace[i - 1]);
+export function startsCacheRelease(trace: readonly TraceEntry[], i: number, inOrder = false): boolean {
+  return releases(trace[i]) && (!releases(trace[i - 1]) || (inOrder && startsAnotherCall(trace[i - 1]!, trace[i]!)));
+}
+
+/** The entry after the run of segment frees that starts at `i` (see startsCacheRelease). */
+export function runEnd(trace: readonly TraceEntry[], i: number, inOrder = false): number {
+  let j = i + 1;
+  while (j < trace.length && releases(trace[j]) && !(inOrder && startsAnotherCall(trace[j - 1]!, trace[j]!))) j++;
+  return j;
+}
+
+/** Whether releases under these settings free segments in the order of the free set only. */
+export function releasesInOrder(settings: Record<string, unknown>): boolean {
+  const positive = (v: unknown) => typeof v === 'number' && v > 0;
+  return !positive(settings.max_split_size) && !positive(settings.garbage_collection_threshold);
+}
+
+const SMALL_SEGMENT = 2 * 1024 * 1024;
+
+function startsAnotherCall(before: TraceEntry, e: TraceEntry): boolean {
+  if (before.action !== 'segment_free' || e.action !== 'segment_free') return false;
+  // The default pools are released before any pool's, in one call.
+  if ((before.pool_id?.[1] ?? 0) !== 0 && (e.pool_id?.[1] ?? 0) === 0) return true;
+  const key = (x: TraceEntry) => [x.size === SMALL_SEGMENT ? 1 : 0, x.stream, x.size, x.addr ?? 0];
+  const a = key(before);
+  const b = key(e);
+  for (let k = 0; k < a.length; k++) if (a[k] !== b[k]) return b[k]! < a[k]!;
+  return false;
 }
 
 /**
@@ -76,8 +108,9 @@ export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string,
       start = q - 1;
       while (maps(start - 1)) start--;
     } else continue;
+    // The request's own release: back to the start of its call (a pool's end may come just before).
     let k = start - 1;
-    while (releases(trace[k])) k--;
+    while (releases(trace[k]) && !(!releasesFirst && k + 1 < start && startsAnotherCall(trace[k]!, trace[k + 1]!))) k--;
     // Without max_split_size_mb it does not matter whether a free just before the request was
     // the program's (done at once) or one the request waited for: pending, it is completed by
     // our request's synchronization before anything is released, and the request's cached

@@ -31,6 +31,9 @@ export interface ReplayReport {
   unknownFrees: number;
   /** Allocations made in private pools (MemPools), replayed into a MemPool per recorded id. */
   poolAllocs: number;
+  /** Set when the trace named no pool (PyTorch's files) and private pools were read from its
+   *  releases (replay-pools.ts): how many, and how many allocations went to them. */
+  inferredPools: { pools: number; allocs: number } | null;
   /** Runs of segment frees (empty_cache(), or the cache released before an allocation retry or
    *  an OOM), each replayed as empty_cache(). */
   cacheReleases: number;

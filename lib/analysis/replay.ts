@@ -20,11 +20,12 @@ import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { releasingAction, segmentDelta, timeline } from './timeline.js';
 import {
   compareSegmentEvents, divergenceReason, failedMallocs, isReleaseOfAll, recordedCapacity, releasesInRequests, settingsOf,
-  startsCacheRelease, type ReleaseInRequest,
+  releasesInOrder, runEnd, startsCacheRelease, type ReleaseInRequest,
 } from './replay-reading.js';
 import type { PeakState, ReplayOptions, ReplayReport, ReplaySide } from './replay-report.js';
 import { firstAllocSegment, lostSegmentAlloc, placementOf, startLayout, type StartLayout } from './replay-start.js';
 import { generation } from '../generation.js';
+import { inferPrivatePools, type InferredPools } from './replay-pools.js';
 import { checkOptions, checkString, deviceArg, functionArg, snapshotArg } from './args.js';
 import { checkInteger } from '../validate.js';
 import { native } from '../native.js';
@@ -37,9 +38,45 @@ import { native } from '../native.js';
  */
 export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): ReplayReport {
   // Everything is checked before the runtime is replaced: a refused call changes nothing.
-  const s = snapshotArg(snapshot);
+  const given = snapshotArg(snapshot);
   options = checkOptions<ReplayOptions>('replay options', options, ['device', 'capacityBytes', 'settings', 'onProgress']);
   const device = options.device === undefined ? 0 : deviceArg(options.device, 'options.device');
+  // A file whose trace names no pool (PyTorch's): private pools read from its releases
+  // (replay-pools.ts). A run of segment frees the releases leave open is read as an
+  // empty_cache() first; where the replay then parts from the recording, each open run in
+  // turn is read as a pool's end instead, kept if the replay then agrees for longer.
+  const forced = new Map<number, boolean>();
+  let inferred = inferPrivatePools(given, device, forced);
+  let report = replayReading(given, device, options, inferred);
+  for (const run of inferred?.open.slice(0, MAX_READINGS) ?? []) {
+    if (agreement(report) === Infinity) break;
+    forced.set(run.at, true);
+    const other = inferPrivatePools(given, device, forced);
+    const tried = replayReading(given, device, options, other);
+    if (agreement(tried) > agreement(report)) {
+      inferred = other;
+      report = tried;
+    } else {
+      forced.set(run.at, false);
+    }
+  }
+  return report;
+}
+
+/** Open runs tried both ways, at most: each try is a whole replay. */
+const MAX_READINGS = 16;
+
+/** How far a replay agreed with the recording: the first entry where reserved memory or the
+ *  segment events parted (Infinity: nowhere). */
+function agreement(r: ReplayReport): number {
+  if (r.oom) return r.oom.index;
+  const reserved = r.firstDivergence?.index ?? Infinity;
+  const events = r.segmentEvents.firstMismatch === null ? Infinity : r.entries - 0.5;
+  return Math.min(reserved, events);
+}
+
+function replayReading(given: Snapshot, device: number, options: ReplayOptions, inferred: InferredPools | null): ReplayReport {
+  const s: Snapshot = inferred ? { ...given, device_traces: given.device_traces.map((t, d) => (d === device ? inferred.trace : t)) } : given;
   // The recorded side comes from the same engine as the viewer's timeline (computed once:
   // the default capacity reads it too).
   const rec = timeline(s, device);
@@ -191,10 +228,22 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     // Entries before this index happened inside one recorded request, which ours replays as
     // one call: reserved memory is compared after it, not at its steps.
     let insideRequestUntil = -1;
+    const inOrder = releasesInOrder(active as Record<string, unknown>);
     const lastPoolAlloc = new Map<number, number>();
     trace.forEach((e, j) => {
       if (e.action === 'alloc' && (e.pool_id?.[1] ?? 0) !== 0) lastPoolAlloc.set(e.pool_id![1]!, j);
     });
+    // The pools whose end the run of segment frees from `i` is: only segments of MemPools that
+    // allocate nothing afterwards (null: not such a run).
+    const poolEndAt = (i: number): Set<number> | null => {
+      const ended = new Set<number>();
+      for (let j = i, end = runEnd(trace, i, inOrder); j < end; j++) {
+        const id = trace[j]!.pool_id?.[1] ?? 0;
+        if (id === 0 || (lastPoolAlloc.get(id) ?? -1) > j) return null;
+        ended.add(id);
+      }
+      return ended;
+    };
     // Frees the recording completed inside a request's release (its synchronization) stay
     // pending here, waiting on this held stream, until our own request synchronizes them.
     let blocker: Stream | undefined;
@@ -247,7 +296,8 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     for (let i = 0; oom === null && i < trace.length; i++) {
       const e = trace[i]!;
       const candidate = candidates.get(i);
-      if (candidate) {
+      // A pool's end just before a request that needed a new segment is not that request's release.
+      if (candidate && !(candidate.runs.length === 1 && poolEndAt(candidate.runs[0]!))) {
         const r = trace[candidate.request]!;
         const pool = pools.get(r.pool_id?.[1] ?? 0);
         const poolId = (r.pool_id?.[1] ?? 0) === 0 ? 0 : pool ? pool.id[1]! : -1;
@@ -315,19 +365,13 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
       if (delta < 0) recorded.segmentShrinks++;
       recordedNow = rec.reserved[i]!;
       recorded.peakReserved = Math.max(recorded.peakReserved, recordedNow);
-      if (delta < 0 && startsCacheRelease(trace, i)) {
+      if (delta < 0 && startsCacheRelease(trace, i, inOrder)) {
         // A release inside a request is left to our own request (below). Any other is
         // empty_cache(); but a run of only the segments of MemPools that allocate nothing
         // afterwards is the release of those pools by the program.
         if (!inRequest.runs.has(i)) {
-          const released = new Set<number>();
-          let onlyPools = true;
-          for (let j = i; j < trace.length && segmentDelta(trace[j]!) < 0; j++) {
-            const id = trace[j]!.pool_id?.[1] ?? 0;
-            if (id === 0 || (lastPoolAlloc.get(id) ?? -1) > j) onlyPools = false;
-            else released.add(id);
-          }
-          if (onlyPools) {
+          const released = poolEndAt(i);
+          if (released) {
             for (const id of released) {
               const p = pools.get(id);
               if (p && p.use_count() > 0) p.release();
@@ -434,6 +478,7 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
     memory._record_memory_history(null);
     return {
       device, settings, capacityBytes, entries: trace.length, allocs, frees, unknownFrees, poolAllocs, cacheReleases, ooms,
+      inferredPools: inferred ? { pools: inferred.pools, allocs: inferred.allocs } : null,
       initialLive: { count: initial.size, bytes: initialBytes }, initialFreeSegments, start: startReport, segmentEvents, recorded, oursAtPeak: atPeak, ours, firstDivergence, oom,
     };
   } finally {

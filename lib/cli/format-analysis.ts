@@ -140,6 +140,10 @@ export function renderReplay(file: string, r: ReplayReport): string {
   }
   if (r.unknownFrees > 0) out.push(`  ${r.unknownFrees} frees of addresses nothing explains were skipped`);
   if (r.poolAllocs > 0) out.push(`  ${r.poolAllocs} allocations of private pools (MemPools), replayed into a MemPool each`);
+  if (r.inferredPools) {
+    out.push(`  the trace names no pool: ${r.inferredPools.allocs} allocations read as made in ${r.inferredPools.pools} private ` +
+      `pool${r.inferredPools.pools === 1 ? '' : 's'} from where the cache was released (see docs/tools.md)`);
+  }
   if (r.oom) {
     out.push(`  OUT OF MEMORY ${r.oom.index < 0 ? 'before the first entry (the starting state does not fit)' : `at entry ${r.oom.index}`} ` +
       `(alloc of ${humanBytes(r.oom.size)}): ${r.oom.message.split('\n')[0]}`);

@@ -2,52 +2,9 @@
 // and free, the segment events in order, the peak and the end, and each recorded OOM, for
 // every kind of event a training program produces (one test each), and for random mixes.
 import { describe, expect, it } from 'vitest';
-import { CudaOutOfMemoryError, MemPool, Stream, analysis, cuda, memory, use_mem_pool, type DeviceBuffer } from '../../lib/index.js';
+import { CudaOutOfMemoryError, MemPool, Stream, cuda, memory, use_mem_pool, type DeviceBuffer } from '../../lib/index.js';
 import { MiB } from '../support/helpers.js';
-
-interface Recording {
-  capacity?: number;
-  settings?: string;
-  maxEntries?: number;
-  /** Work done before history starts: a warm cache. Returns what it keeps. */
-  before?: () => DeviceBuffer[];
-  run: () => DeviceBuffer[];
-}
-
-function recordAndReplay(r: Recording) {
-  cuda.sim.configure({ capacityBytes: r.capacity ?? 16 * 2 ** 30 });
-  memory._set_allocator_settings(r.settings ?? '');
-  const before = r.before?.() ?? [];
-  memory._record_memory_history({ enabled: 'all', context: null, maxEntries: r.maxEntries ?? 1_000_000 });
-  const kept = r.run();
-  const snap = memory._snapshot();
-  memory._record_memory_history(null);
-  for (const b of [...before, ...kept]) if (!b.disposed) b.free();
-  memory._set_allocator_settings('');
-  return { snap, report: analysis.replayOnSim(snap) };
-}
-
-function expectExact({ report }: ReturnType<typeof recordAndReplay>): void {
-  expect(report.oom).toBeNull();
-  expect(report.firstDivergence).toBeNull();
-  expect(report.segmentEvents.firstMismatch).toBeNull();
-  expect(report.segmentEvents.ours).toBe(report.segmentEvents.recorded);
-  expect(report.ours.segmentGrowths).toBe(report.recorded.segmentGrowths);
-  expect(report.ours.segmentShrinks).toBe(report.recorded.segmentShrinks);
-  expect(report.ours.peakReserved - report.ours.startReserved).toBe(report.recorded.peakReserved - report.recorded.startReserved);
-  expect(report.ours.endReserved - report.ours.startReserved).toBe(report.recorded.endReserved - report.recorded.startReserved);
-  expect(report.ooms.reproduced).toBe(report.ooms.recorded);
-  expect(report.unknownFrees).toBe(0);
-}
-
-const tryAlloc = (size: number, options?: Parameters<typeof cuda.alloc>[1]): DeviceBuffer | null => {
-  try {
-    return cuda.alloc(size, options);
-  } catch (e) {
-    if (!(e instanceof CudaOutOfMemoryError)) throw e;
-    return null;
-  }
-};
+import { expectExact, recordAndReplay, rng, tryAlloc } from '../support/replay.js';
 
 describe('replay reproduces each kind of event exactly', () => {
   it('empty_cache() calls', () => {
@@ -244,15 +201,6 @@ describe('replay reproduces each kind of event exactly', () => {
 });
 
 /** A small deterministic PRNG. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // Mixed: allocations on three streams and a MemPool, frees (some waiting on held streams),
 // empty_cache(), a warm start, default and rounding settings; max_split_size_mb, a memory

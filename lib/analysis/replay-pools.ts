@@ -1,0 +1,303 @@
+// Which allocations of a recording went to private pools (MemPools), for a file that does not
+// say: PyTorch 2.11 writes no `pool_id` in trace entries, only `segment_pool_id` on the final
+// segments, so a pool released before the dump leaves no mark of its own. Replaying such
+// allocations in the default pools serves them from blocks the recorded ones could never
+// see, and reads the pool's end as an empty_cache().
+//
+// What the recording does show is where the cache was released, and the policy says what a
+// release of the default pools does: release_cached_blocks() frees every free segment of the
+// default pools (after completing pending frees, which the trace shows as free_completed
+// entries before it) and leaves live private pools alone. So:
+//
+//   1. A segment of the final snapshot carries its pool: private or default, for certain.
+//   2. An out-of-memory entry follows a release of the default pools (the run of segment
+//      frees just before it, if any). A segment that was wholly free then and survived it is
+//      a private pool's.
+//   3. Any other run of segment frees is an empty_cache() (the default pools) or a pool's
+//      end (MemPool destroyed: only its own segments go). With `released` the run's segments
+//      and `survivors` those wholly free that stayed: if one released is known private or
+//      one survivor known default, the run was a pool's end, and every segment it released
+//      is that pool's; if one released is known default or one survivor known private, it
+//      was the default pools', and every survivor is private. (A survivor known private
+//      tells nothing: other pools live through both.) Read again until nothing changes;
+//      then the latest run still open is taken as an empty_cache() and the rest read again
+//      (latest first: a default segment that survived an earlier pool's end is then seen
+//      released by it). replay.ts tries the other reading of each open run against the
+//      recording itself.
+//   5. A request that made a segment while a wholly free segment on its stream would have
+//      served it (a small request and a free 2 MiB segment, or a large one that fits) was
+//      not in that segment's pool: if one of the two is known default, the other is private.
+//   4. An allocation belongs to the segment it landed in. Private segments are grouped into
+//      pools: by the final pool id, by a pool's end (released together), and by allocations
+//      made back to back in private segments (a `use_mem_pool` scope routes a stretch of
+//      requests to one pool).
+//
+// Worked example (../shared/fixtures/pytorch-h100-streams.pickle): entries 916-1011 make 32
+// segments of 2 MiB and 64 allocations of 1 MiB in them; 1012-1139 free all 64; the OOM at
+// 1140 releases nothing. By 2, the 32 segments, wholly free at 1140, are private; by 4 their
+// 64 allocations are, in one pool (back to back). The run of 32 frees at 1461 releases
+// known private segments: by 3 the pool's end. Replayed in a MemPool released at 1461, the
+// history is exact; in the default pools it was not (the allocations reused default blocks).
+//
+// Not read: expandable segments (pages, not segments, are released), and a recording whose
+// trace carries any pool id (ours always do; those are taken as written).
+import type { Snapshot, TraceEntry } from '../snapshot/types.js';
+import { inferInitialLive, releasingAction, segmentDelta } from './timeline.js';
+import { releasesInOrder, settingsOf, startsCacheRelease } from './replay-reading.js';
+import { native } from '../native.js';
+
+interface Instance {
+  address: number;
+  size: number;
+  stream: number;
+  /** Allocations live in it. */
+  live: number;
+  known: 'private' | 'default' | null;
+  /** The pool id of the final snapshot, when it is still there. */
+  finalPool: number;
+  index: number;
+}
+
+interface Release {
+  /** Its first segment free (or the OOM entry), and the entry after its last. */
+  at: number;
+  end: number;
+  released: Instance[];
+  survivors: Instance[];
+  /** An OOM's release: certainly the default pools'. */
+  certain: boolean;
+}
+
+export interface InferredPools {
+  /** The trace with `pool_id` set on each entry of a private pool, [0, n]. */
+  trace: TraceEntry[];
+  /** Pools found, and allocations put in them. */
+  pools: number;
+  allocs: number;
+  /** Runs the releases could not decide (by first entry, in order, with the entry after
+   *  each): read as an empty_cache() unless `forced` says a pool's end. */
+  open: { at: number; end: number }[];
+}
+
+const isPrivate = (id: number[] | undefined): boolean => Array.isArray(id) && (id[0] !== 0 || id[1] !== 0);
+
+/** Pool ids read into a trace without them; null when the trace carries its own or nothing is found. */
+export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyMap<number, boolean> = new Map()): InferredPools | null {
+  const trace = s.device_traces[device] ?? [];
+  if (trace.some((e) => e.pool_id !== undefined || e.action === 'segment_map')) return null;
+  const finalSegs = s.segments.filter((g) => g.device === device);
+  if (finalSegs.some((g) => g.is_expandable)) return null;
+
+  const instances: Instance[] = [];
+  const make = (address: number, size: number, stream: number): Instance => {
+    const inst: Instance = { address, size, stream, live: 0, known: null, finalPool: 0, index: instances.length };
+    instances.push(inst);
+    return inst;
+  };
+  // Open segments by address; the final ones are the last instance at their address.
+  const open = new Map<number, Instance>();
+  const created = new Set<number>();
+  for (const e of trace) if (e.action === 'segment_alloc') created.add(e.addr!);
+  const freedFirst = new Set<number>();
+  for (const e of trace) {
+    if (e.action === 'segment_free' && !created.has(e.addr!) && !freedFirst.has(e.addr!)) {
+      freedFirst.add(e.addr!);
+      open.set(e.addr!, make(e.addr!, e.size, e.stream));
+    }
+  }
+  for (const g of finalSegs) if (!created.has(g.address) && !open.has(g.address)) open.set(g.address, make(g.address, g.total_size, g.stream));
+  let sorted = [...open.values()].sort((a, b) => a.address - b.address);
+  const containing = (addr: number): Instance | undefined => {
+    let lo = 0;
+    let hi = sorted.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (sorted[mid]!.address <= addr) lo = mid + 1;
+      else hi = mid;
+    }
+    const g = sorted[lo - 1];
+    return g && addr < g.address + g.size ? g : undefined;
+  };
+  const owner = new Map<number, Instance>();  // live allocation address -> its segment
+  for (const addr of inferInitialLive(s, device).keys()) {
+    const g = containing(addr);
+    if (g) {
+      g.live++;
+      owner.set(addr, g);
+    }
+  }
+
+  const release = releasingAction(trace);
+  const inOrder = releasesInOrder(native.allocatorSettings(settingsOf(s)));
+  const SMALL_SEGMENT = 2 * 1024 * 1024;
+  const SMALL_REQUEST = 1024 * 1024;
+  const allocIn: (Instance | undefined)[] = new Array(trace.length);
+  const segmentOf: (Instance | undefined)[] = new Array(trace.length);
+  const releases: Release[] = [];
+  // 5 (below): a request that made a segment while a wholly free one on its stream would
+  // have served it was not in that segment's pool: [the new segment, the free one].
+  const apart: [Instance, Instance][] = [];
+  const settings = settingsOf(s);
+  const rounded = (n: number) => native.sizePolicy(settings, n).rounded;
+  let run: Instance[] | null = null;
+  let runAt = -1;
+  const freeNow = (except: Instance[]) => [...open.values()].filter((g) => g.live === 0 && !except.includes(g));
+  for (let i = 0; i < trace.length; i++) {
+    const e = trace[i]!;
+    if (run && (segmentDelta(e) >= 0 || startsCacheRelease(trace, i, inOrder))) {
+      releases.push({ at: runAt, end: i, released: run, survivors: freeNow(run), certain: e.action === 'oom' });
+      run = null;
+    } else if (e.action === 'oom') {
+      releases.push({ at: i, end: i + 1, released: [], survivors: freeNow([]), certain: true });
+    }
+    if (e.action === 'segment_alloc') {
+      const g = make(e.addr!, e.size, e.stream);
+      const next = trace[i + 1];
+      if (inOrder && next?.action === 'alloc' && next.addr === e.addr) {
+        const r = rounded(next.size);
+        for (const w of open.values()) {
+          const fits = r <= SMALL_REQUEST ? w.size === SMALL_SEGMENT : w.size !== SMALL_SEGMENT && w.size >= r;
+          if (w.live === 0 && w.stream === e.stream && fits) apart.push([g, w]);
+        }
+      }
+      open.set(e.addr!, g);
+      segmentOf[i] = g;
+      sorted = [...open.values()].sort((a, b) => a.address - b.address);
+    } else if (e.action === 'segment_free') {
+      const g = open.get(e.addr!);
+      if (!g) continue;
+      segmentOf[i] = g;
+      open.delete(e.addr!);
+      sorted = sorted.filter((x) => x !== g);
+      if (!run) {
+        run = [];
+        runAt = i;
+      }
+      run.push(g);
+    } else if (e.action === 'alloc' && e.addr !== undefined) {
+      const was = owner.get(e.addr);
+      if (was) was.live--;  // the ring lost its free
+      const g = containing(e.addr);
+      allocIn[i] = g;
+      if (g) {
+        g.live++;
+        owner.set(e.addr, g);
+      }
+    } else if (e.action === release && e.addr !== undefined) {
+      const g = owner.get(e.addr);
+      if (g) {
+        g.live--;
+        owner.delete(e.addr);
+      }
+    }
+  }
+  if (run) releases.push({ at: runAt, end: trace.length, released: run, survivors: freeNow(run), certain: false });
+
+  // 1: the final segments, the last instance at each address.
+  for (const g of finalSegs) {
+    const inst = open.get(g.address);
+    if (!inst) continue;
+    inst.known = isPrivate(g.segment_pool_id) ? 'private' : 'default';
+    if (inst.known === 'private') inst.finalPool = g.segment_pool_id[1] ?? 0;
+  }
+  // 2 and 3, to a fixed point. `poolEnds` keeps the runs read as a pool's end (for 4).
+  const mark = (g: Instance, k: 'private' | 'default'): boolean => {
+    if (g.known !== null) return false;
+    g.known = k;
+    return true;
+  };
+  const poolEnds: Instance[][] = [];
+  const decided = new Set<Release>();
+  const openRuns: Release[] = [];
+  const decide = (r: Release, poolEnd: boolean): boolean => {
+    decided.add(r);
+    let changed = false;
+    if (poolEnd) {
+      for (const g of r.released) changed = mark(g, 'private') || changed;
+      poolEnds.push(r.released);
+    } else {
+      for (const g of r.survivors) changed = mark(g, 'private') || changed;
+      for (const g of r.released) changed = mark(g, 'default') || changed;
+    }
+    return changed;
+  };
+  for (const r of releases) {
+    const f = forced.get(r.at);
+    if (f === undefined || r.certain) continue;
+    openRuns.push(r);
+    decide(r, f);
+  }
+  for (;;) {
+    for (let changed = true; changed;) {
+      changed = false;
+      for (const r of releases) {
+        if (decided.has(r)) continue;
+        const poolEnd = !r.certain && (r.released.some((g) => g.known === 'private') || r.survivors.some((g) => g.known === 'default'));
+        const defaults = r.certain || r.released.some((g) => g.known === 'default');
+        if (poolEnd !== defaults) changed = decide(r, poolEnd) || changed;  // else open, or contradictory
+      }
+      for (const [a, b] of apart) {
+        if (a.known === 'default') changed = mark(b, 'private') || changed;
+        if (b.known === 'default') changed = mark(a, 'private') || changed;
+      }
+    }
+    // The earliest run still open is read as an empty_cache(), and the rest read again.
+    const next = [...releases].reverse().find((r) => !decided.has(r) && r.released.length > 0);
+    if (!next) break;
+    openRuns.push(next);
+    decide(next, false);
+  }
+
+  // 4: pools. Union-find over private segments; a group that is a known pool (its final id,
+  // or the segments one end released) never joins another known one.
+  const parent = instances.map((_, k) => k);
+  const label: (string | null)[] = instances.map(() => null);
+  const find = (k: number): number => (parent[k] === k ? k : (parent[k] = find(parent[k]!)));
+  const union = (a: Instance, b: Instance): void => {
+    const ra = find(a.index);
+    const rb = find(b.index);
+    if (ra === rb || (label[ra] !== null && label[rb] !== null && label[ra] !== label[rb])) return;
+    parent[ra] = rb;
+    label[rb] ??= label[ra]!;
+  };
+  for (const g of instances) if (g.known === 'private' && g.finalPool !== 0) label[g.index] = `final ${g.finalPool}`;
+  poolEnds.forEach((ended, k) => {
+    for (const g of ended) label[find(g.index)] ??= `end ${k}`;
+    for (const g of ended.slice(1)) union(g, ended[0]!);
+  });
+  let previous: Instance | undefined;
+  for (let i = 0; i < trace.length; i++) {
+    if (trace[i]!.action !== 'alloc') continue;
+    const g = allocIn[i];
+    if (g?.known === 'private') {
+      if (previous) union(g, previous);
+      previous = g;
+    } else {
+      previous = undefined;
+    }
+  }
+
+  // Ids: a pool still in the final snapshot keeps its own; the others get new ones after all of them.
+  const roots = new Map<number, number>();
+  let next = Math.max(0, ...finalSegs.map((g) => g.segment_pool_id?.[1] ?? 0)) + 1;
+  for (const g of instances) {
+    if (g.known === 'private' && g.finalPool !== 0) roots.set(find(g.index), g.finalPool);
+  }
+  const poolOf = (g: Instance | undefined): number => {
+    if (g?.known !== 'private') return 0;
+    const root = find(g.index);
+    let id = roots.get(root);
+    if (id === undefined) roots.set(root, (id = next++));
+    return id;
+  };
+  let allocs = 0;
+  const out = trace.map((e, i) => {
+    const g = allocIn[i] ?? segmentOf[i];
+    const id = poolOf(g);
+    if (id === 0) return e;
+    if (e.action === 'alloc') allocs++;
+    return { ...e, pool_id: [0, id] };
+  });
+  return allocs === 0 && !out.some((e, i) => e !== trace[i]) ? null
+    : { trace: out, pools: roots.size, allocs, open: openRuns.sort((a, b) => a.at - b.at).map((r) => ({ at: r.at, end: r.end })) };
+}
