@@ -11,6 +11,7 @@
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { deviceArg, snapshotArg } from './args.js';
 import { inferInitialLive, releasingAction, segmentDelta } from './timeline.js';
+import { rangeHolding } from './ranges.js';
 
 export interface PoolSeries {
   /** The pool's id as the file writes it: (0, n) for a MemPool, (n, 0) for a graph's pool. */
@@ -38,8 +39,8 @@ const isPrivate = (id: number[] | undefined): id is number[] =>
 const keyOf = (id: number[]): string => `${id[0]},${id[1]}`;
 
 interface FinalSegment {
-  start: number;
-  end: number;
+  address: number;
+  size: number;
   key: string;
   /** The event that made it (its last segment_alloc), or -1: it existed when the history began. */
   bornAt: number;
@@ -47,15 +48,8 @@ interface FinalSegment {
 
 /** The private segment of the final snapshot that holds `addr` at event `i`, if any. */
 function finalSegmentAt(segs: FinalSegment[], addr: number, i: number): FinalSegment | undefined {
-  let lo = 0;
-  let hi = segs.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (segs[mid]!.start <= addr) lo = mid + 1;
-    else hi = mid;
-  }
-  const s = segs[lo - 1];
-  return s && addr < s.end && i >= s.bornAt ? s : undefined;
+  const s = rangeHolding(segs, addr);
+  return s && i >= s.bornAt ? s : undefined;
 }
 
 export function poolTimeline(snapshot: Snapshot, device = 0): PoolTimeline {
@@ -81,10 +75,10 @@ export function poolTimeline(snapshot: Snapshot, device = 0): PoolTimeline {
     if (g.device !== device || !isPrivate(g.segment_pool_id)) continue;
     const p = poolIndex(g.segment_pool_id);
     endReserved[p] = (endReserved[p] ?? 0) + g.total_size;
-    finalSegs.push({ start: g.address, end: g.address + g.total_size, key: keyOf(g.segment_pool_id), bornAt: -1 });
+    finalSegs.push({ address: g.address, size: g.total_size, key: keyOf(g.segment_pool_id), bornAt: -1 });
   }
-  finalSegs.sort((a, b) => a.start - b.start);
-  const byStart = new Map(finalSegs.map((g) => [g.start, g]));
+  finalSegs.sort((a, b) => a.address - b.address);
+  const byStart = new Map(finalSegs.map((g) => [g.address, g]));
   trace.forEach((e, i) => {
     if (e.action === 'segment_alloc' && e.addr !== undefined) {
       const g = byStart.get(e.addr);

@@ -45,6 +45,7 @@ import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { inferInitialLive, releasingAction, segmentDelta } from './timeline.js';
 import { releasesInOrder, settingsOf, startsCacheRelease } from './replay-reading.js';
 import { native } from '../native.js';
+import { rangeHolding } from './ranges.js';
 
 interface Instance {
   address: number;
@@ -107,17 +108,7 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
   }
   for (const g of finalSegs) if (!created.has(g.address) && !open.has(g.address)) open.set(g.address, make(g.address, g.total_size, g.stream));
   let sorted = [...open.values()].sort((a, b) => a.address - b.address);
-  const containing = (addr: number): Instance | undefined => {
-    let lo = 0;
-    let hi = sorted.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (sorted[mid]!.address <= addr) lo = mid + 1;
-      else hi = mid;
-    }
-    const g = sorted[lo - 1];
-    return g && addr < g.address + g.size ? g : undefined;
-  };
+  const containing = (addr: number): Instance | undefined => rangeHolding(sorted, addr);
   const owner = new Map<number, Instance>();  // live allocation address -> its segment
   for (const addr of inferInitialLive(s, device).keys()) {
     const g = containing(addr);

@@ -14,6 +14,7 @@
 import { native } from '../native.js';
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import type { LiveAllocation } from './timeline.js';
+import { rangeHolding } from './ranges.js';
 
 const MiB = 1024 * 1024;
 const SMALL_SEGMENT = 2 * MiB;
@@ -76,7 +77,7 @@ export function startLayout(s: Snapshot, device: number, initialLive: Map<number
     return r;
   };
   for (const addr of [...initialLive.keys()].sort((a, b) => a - b)) {
-    const seg = containing(segments, addr);
+    const seg = rangeHolding(segments, addr);
     if (!seg) {
       unplaced.push(addr);
       continue;
@@ -127,18 +128,6 @@ export function lostSegmentAlloc(seg: StartSegment, first: TraceEntry): TraceEnt
     action: 'segment_alloc', addr: seg.address, size: seg.size, stream: first.stream, time_us: first.time_us,
     compile_context: first.compile_context, user_metadata: '', pool_id: first.pool_id,
   };
-}
-
-function containing(sorted: StartSegment[], addr: number): StartSegment | undefined {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (sorted[mid]!.address <= addr) lo = mid + 1;
-    else hi = mid;
-  }
-  const seg = sorted[lo - 1];
-  return seg && addr < seg.address + seg.size ? seg : undefined;
 }
 
 /** The segment's live blocks as placeSegment takes them: (offset, size, requested) each. */
