@@ -46,6 +46,7 @@ import { inferInitialLive, releasingAction, segmentDelta } from './timeline.js';
 import { releasesInOrder, settingsOf, startsCacheRelease } from './replay-reading.js';
 import { native } from '../native.js';
 import { rangeHolding } from './ranges.js';
+import { SMALL_SEGMENT, SMALL_SIZE } from './replay-start.js';
 
 interface Instance {
   address: number;
@@ -107,7 +108,7 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
     }
   }
   for (const g of finalSegs) if (!created.has(g.address) && !open.has(g.address)) open.set(g.address, make(g.address, g.total_size, g.stream));
-  let sorted = [...open.values()].sort((a, b) => a.address - b.address);
+  const sorted = [...open.values()].sort((a, b) => a.address - b.address);
   const containing = (addr: number): Instance | undefined => rangeHolding(sorted, addr);
   const owner = new Map<number, Instance>();  // live allocation address -> its segment
   for (const addr of inferInitialLive(s, device).keys()) {
@@ -119,16 +120,14 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
   }
 
   const release = releasingAction(trace);
-  const inOrder = releasesInOrder(native.allocatorSettings(settingsOf(s)));
-  const SMALL_SEGMENT = 2 * 1024 * 1024;
-  const SMALL_REQUEST = 1024 * 1024;
+  const settings = settingsOf(s);
+  const inOrder = releasesInOrder(native.allocatorSettings(settings));
   const allocIn: (Instance | undefined)[] = new Array(trace.length);
   const segmentOf: (Instance | undefined)[] = new Array(trace.length);
   const releases: Release[] = [];
   // 5 (below): a request that made a segment while a wholly free one on its stream would
   // have served it was not in that segment's pool: [the new segment, the free one].
   const apart: [Instance, Instance][] = [];
-  const settings = settingsOf(s);
   const rounded = (n: number) => native.sizePolicy(settings, n).rounded;
   let run: Instance[] | null = null;
   let runAt = -1;
@@ -147,19 +146,21 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
       if (inOrder && next?.action === 'alloc' && next.addr === e.addr) {
         const r = rounded(next.size);
         for (const w of open.values()) {
-          const fits = r <= SMALL_REQUEST ? w.size === SMALL_SEGMENT : w.size !== SMALL_SEGMENT && w.size >= r;
+          const fits = r <= SMALL_SIZE ? w.size === SMALL_SEGMENT : w.size !== SMALL_SEGMENT && w.size >= r;
           if (w.live === 0 && w.stream === e.stream && fits) apart.push([g, w]);
         }
       }
       open.set(e.addr!, g);
       segmentOf[i] = g;
-      sorted = [...open.values()].sort((a, b) => a.address - b.address);
+      let at = sorted.length;
+      while (at > 0 && sorted[at - 1]!.address > g.address) at--;
+      sorted.splice(at, 0, g);
     } else if (e.action === 'segment_free') {
       const g = open.get(e.addr!);
       if (!g) continue;
       segmentOf[i] = g;
       open.delete(e.addr!);
-      sorted = sorted.filter((x) => x !== g);
+      sorted.splice(sorted.indexOf(g), 1);
       if (!run) {
         run = [];
         runAt = i;
@@ -232,7 +233,7 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
         if (b.known === 'default') changed = mark(a, 'private') || changed;
       }
     }
-    // The earliest run still open is read as an empty_cache(), and the rest read again.
+    // The latest run still open is read as an empty_cache(), and the rest read again.
     const next = [...releases].reverse().find((r) => !decided.has(r) && r.released.length > 0);
     if (!next) break;
     openRuns.push(next);

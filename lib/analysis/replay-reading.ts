@@ -7,6 +7,7 @@ import { configFromSettings } from '../allocator-options.js';
 import { humanBytes } from '../format.js';
 import { snapshotArg } from './args.js';
 import { segmentDelta, timeline } from './timeline.js';
+import { SMALL_SEGMENT } from './replay-start.js';
 
 /** A segment free or unmap: memory given back. */
 const releases = (e: TraceEntry | undefined): boolean => e !== undefined && segmentDelta(e) < 0;
@@ -47,8 +48,6 @@ export function releasesInOrder(settings: Record<string, unknown>): boolean {
   const positive = (v: unknown) => typeof v === 'number' && v > 0;
   return !positive(settings.max_split_size) && !positive(settings.garbage_collection_threshold);
 }
-
-const SMALL_SEGMENT = 2 * 1024 * 1024;
 
 function startsAnotherCall(before: TraceEntry, e: TraceEntry): boolean {
   if (before.action !== 'segment_free' || e.action !== 'segment_free') return false;
@@ -92,9 +91,9 @@ export interface ReleaseInRequest {
 }
 
 /** `releasesFirst`: a request may release memory before it synchronizes (oversize blocks with
- *  max_split_size_mb, garbage collection with a threshold). */
+ *  max_split_size_mb, garbage collection with a threshold). `inOrder`: see startsCacheRelease. */
 export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string, expandable: boolean,
-  releasesFirst = false): Map<number, ReleaseInRequest> {
+  releasesFirst = false, inOrder = false): Map<number, ReleaseInRequest> {
   const out = new Map<number, ReleaseInRequest>();
   if (freeAt !== 'free_completed') return out;
   const maps = (j: number) => j >= 0 && trace[j]!.action === 'segment_map';
@@ -110,7 +109,7 @@ export function releasesInRequests(trace: readonly TraceEntry[], freeAt: string,
     } else continue;
     // The request's own release: back to the start of its call (a pool's end may come just before).
     let k = start - 1;
-    while (releases(trace[k]) && !(!releasesFirst && k + 1 < start && startsAnotherCall(trace[k]!, trace[k + 1]!))) k--;
+    while (releases(trace[k]) && !(inOrder && k + 1 < start && startsAnotherCall(trace[k]!, trace[k + 1]!))) k--;
     // Without max_split_size_mb it does not matter whether a free just before the request was
     // the program's (done at once) or one the request waited for: pending, it is completed by
     // our request's synchronization before anything is released, and the request's cached

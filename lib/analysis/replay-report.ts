@@ -34,8 +34,8 @@ export interface ReplayReport {
   /** Set when the trace named no pool (PyTorch's files) and private pools were read from its
    *  releases (replay-pools.ts): how many, and how many allocations went to them. */
   inferredPools: { pools: number; allocs: number } | null;
-  /** Runs of segment frees (empty_cache(), or the cache released before an allocation retry or
-   *  an OOM), each replayed as empty_cache(). */
+  /** Runs of segment frees: empty_cache() calls, MemPools' ends, and releases inside a request
+   *  (before its retry or OOM), each replayed as what it was read to be. */
   cacheReleases: number;
   initialLive: { count: number; bytes: number };
   /** Segments rebuilt as free cache before the first entry: there at the start, holding nothing live. */

@@ -17,8 +17,11 @@ import type { LiveAllocation } from './timeline.js';
 import { rangeHolding } from './ranges.js';
 
 const MiB = 1024 * 1024;
-const SMALL_SEGMENT = 2 * MiB;
-const SMALL_SIZE = MiB;  // a large-pool remainder this size or less is not split off
+/** The small pool's segment size. */
+export const SMALL_SEGMENT = 2 * MiB;
+/** PyTorch's kSmallSize: requests this size or less go to the small pool, and a large-pool
+ *  remainder this size or less is not split off. */
+export const SMALL_SIZE = MiB;
 
 export interface StartBlock {
   address: number;

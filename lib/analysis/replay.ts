@@ -46,19 +46,14 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
   // empty_cache() first; where the replay then parts from the recording, each open run in
   // turn is read as a pool's end instead, kept if the replay then agrees for longer.
   const forced = new Map<number, boolean>();
-  let inferred = inferPrivatePools(given, device, forced);
+  const inferred = inferPrivatePools(given, device, forced);
   let report = replayReading(given, device, options, inferred);
   for (const run of inferred?.open.slice(0, MAX_READINGS) ?? []) {
     if (agreement(report) === Infinity) break;
     forced.set(run.at, true);
-    const other = inferPrivatePools(given, device, forced);
-    const tried = replayReading(given, device, options, other);
-    if (agreement(tried) > agreement(report)) {
-      inferred = other;
-      report = tried;
-    } else {
-      forced.set(run.at, false);
-    }
+    const tried = replayReading(given, device, options, inferPrivatePools(given, device, forced));
+    if (agreement(tried) > agreement(report)) report = tried;
+    else forced.set(run.at, false);
   }
   return report;
 }
@@ -66,8 +61,9 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
 /** Open runs tried both ways, at most: each try is a whole replay. */
 const MAX_READINGS = 16;
 
-/** How far a replay agreed with the recording: the first entry where reserved memory or the
- *  segment events parted (Infinity: nowhere). */
+/** How far a replay agreed with the recording: the entry where it stopped out of memory or
+ *  reserved memory first parted; segment events that differ only count as parting at the
+ *  end (their comparison does not say at which entry). Infinity: nowhere. */
 function agreement(r: ReplayReport): number {
   if (r.oom) return r.oom.index;
   const reserved = r.firstDivergence?.index ?? Infinity;
@@ -217,7 +213,8 @@ function replayReading(given: Snapshot, device: number, options: ReplayOptions, 
     // meet it by themselves (and collect garbage, with a threshold), so nothing is injected.
     const limited = native.planMalloc(0, 0, 0, 0).limited;  // size 0 asks only: is a memory fraction set?
     const collects = limited && typeof active.garbage_collection_threshold === 'number' && active.garbage_collection_threshold > 0;
-    const candidates = releasesInRequests(trace, freeAt, active.expandable_segments === true, maxSplit || collects);
+    const inOrder = releasesInOrder(active as Record<string, unknown>);
+    const candidates = releasesInRequests(trace, freeAt, active.expandable_segments === true, maxSplit || collects, inOrder);
     // The frees, release runs and device malloc failures (by request) of releases inside requests.
     const inRequest = {
       frees: new Set<number>(), runs: new Set<number>(), failFirstTry: new Map<number, number>(), requestOf: new Map<number, number>(),
@@ -228,7 +225,6 @@ function replayReading(given: Snapshot, device: number, options: ReplayOptions, 
     // Entries before this index happened inside one recorded request, which ours replays as
     // one call: reserved memory is compared after it, not at its steps.
     let insideRequestUntil = -1;
-    const inOrder = releasesInOrder(active as Record<string, unknown>);
     const lastPoolAlloc = new Map<number, number>();
     trace.forEach((e, j) => {
       if (e.action === 'alloc' && (e.pool_id?.[1] ?? 0) !== 0) lastPoolAlloc.set(e.pool_id![1]!, j);

@@ -130,7 +130,10 @@ export function renderReplay(file: string, r: ReplayReport): string {
     ? `  segment events: the same ${ev.recorded}, in the same order`
     : `  segment events: recorded ${ev.recorded}, ours ${ev.ours}; event ${ev.firstMismatch.at} differs ` +
       `(recorded ${ev.firstMismatch.recorded}, ours ${ev.firstMismatch.ours})`);
-  if (r.cacheReleases > 0) out.push(`  ${r.cacheReleases} cache releases (empty_cache(), or before an allocation retry or OOM) replayed as empty_cache()`);
+  if (r.cacheReleases > 0) {
+    out.push(`  ${r.cacheReleases} cache releases (empty_cache(), a MemPool's end, or inside a request before its retry or OOM), ` +
+      'each replayed as what it was read to be');
+  }
   if (r.ooms.recorded > 0) {
     out.push(`  out-of-memory: ${r.ooms.reproduced} of the ${r.ooms.recorded} recorded happen here too, with the same request`);
   }
