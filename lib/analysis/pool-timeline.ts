@@ -23,7 +23,6 @@ export interface PoolSeries {
   reserved: Float64Array;
   allocatedAtStart: number;
   reservedAtStart: number;
-  peakAllocated: number;
   peakReserved: number;
 }
 
@@ -123,7 +122,7 @@ export function poolTimeline(snapshot: Snapshot, device = 0): PoolTimeline {
 
   const series = ids.map((id, p) => ({
     id, at: [] as number[], allocated: [] as number[], reserved: [] as number[],
-    allocatedAtStart: allocated[p]!, reservedAtStart: reserved[p]!, peakAllocated: allocated[p]!, peakReserved: reserved[p]!,
+    allocatedAtStart: allocated[p]!, reservedAtStart: reserved[p]!, peakReserved: reserved[p]!,
   }));
   const release = releasingAction(trace);
   const changed = (p: number, i: number) => {
@@ -131,7 +130,6 @@ export function poolTimeline(snapshot: Snapshot, device = 0): PoolTimeline {
     o.at.push(i);
     o.allocated.push(allocated[p]!);
     o.reserved.push(reserved[p]!);
-    o.peakAllocated = Math.max(o.peakAllocated, allocated[p]!);
     o.peakReserved = Math.max(o.peakReserved, reserved[p]!);
   };
   for (let i = 0; i < n; i++) {
