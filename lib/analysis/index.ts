@@ -9,10 +9,10 @@ export {
   type SnapshotDiff,
 } from './diff.js';
 export { findLeaks, defaultMarker, type LeakGroup, type LeakOptions, type LeakReport } from './leaks.js';
-export { replayOnSim } from './replay.js';
-export { settingsOf } from './replay-reading.js';
-export type { PeakState, ReplayOptions, ReplayReport, ReplaySide } from './replay-report.js';
-export { whatIf, WHAT_IF_SETTINGS, type WhatIfOptions, type WhatIfReport, type WhatIfRow } from './what-if.js';
+export { replayOnSim } from '../replay/replay.js';
+export { settingsOf } from '../replay/reading.js';
+export type { PeakState, ReplayOptions, ReplayReport, ReplaySide } from '../replay/report.js';
+export { whatIf, WHAT_IF_SETTINGS, type WhatIfOptions, type WhatIfReport, type WhatIfRow } from '../replay/what-if.js';
 export { timeline, inferInitialLive, reservedAtStart, type Timeline, type LiveAllocation } from './timeline.js';
 export { meaningfulFrames, stackKey, topFrame } from './frames-api.js';
 export { orderKeyOf, isExactlyOrdered, type OrderKey, type Ordered } from './order.js';

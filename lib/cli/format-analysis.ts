@@ -1,10 +1,10 @@
 // Text renderings of the analyses (frag, diff, leaks) for the CLI.
 import { humanBytes } from '../format.js';
-import type { WhatIfReport } from '../analysis/what-if.js';
+import type { WhatIfReport } from '../replay/what-if.js';
 import type { FragmentationReport } from '../analysis/fragmentation.js';
 import type { GroupDelta, SnapshotDiff } from '../analysis/diff.js';
 import type { LeakReport } from '../analysis/leaks.js';
-import type { ReplayReport } from '../analysis/replay-report.js';
+import type { ReplayReport } from '../replay/report.js';
 
 const hex = (n: number): string => `0x${n.toString(16)}`;
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;

@@ -12,9 +12,9 @@ import { renderSegments, renderSnapshotSummary, renderSummaryTable, renderTrace 
 import { fragmentation } from '../analysis/fragmentation.js';
 import { diffSnapshots } from '../analysis/diff.js';
 import { findLeaks } from '../analysis/leaks.js';
-import { replayOnSim } from '../analysis/replay.js';
+import { replayOnSim } from '../replay/replay.js';
 import { renderDiff, renderFragmentation, renderLeaks, renderReplay, renderWhatIf } from './format-analysis.js';
-import { whatIf } from '../analysis/what-if.js';
+import { whatIf } from '../replay/what-if.js';
 import cliProgress from 'cli-progress';
 import { basename } from 'node:path';
 import { viewerHtml } from '../viewer/html.js';

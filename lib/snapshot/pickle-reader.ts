@@ -40,19 +40,36 @@ export function readPickle(data: Uint8Array): unknown {
     if (stack.length === 0) fail('empty stack');
     return stack[stack.length - 1];
   };
-  const setItems = (target: Item, items: Item[]): void => {
-    if (target === null || typeof target !== 'object' || Array.isArray(target)) fail('SETITEMS on a non-dict');
-    if (items.length % 2) fail('odd number of dict items');
-    const obj = target as Record<string, unknown>;
-    for (let i = 0; i < items.length; i += 2) {
-      const key = String(items[i]);
-      if (key === '__proto__') Object.defineProperty(obj, key, { value: items[i + 1], writable: true, enumerable: true, configurable: true });
-      else obj[key] = items[i + 1];
-    }
+  // Dict items and list items are read from the stack in place, above the MARK at `from`,
+  // and the stack cut back after: no array per dict (a trace holds millions of them).
+  const markFrom = (): number => {
+    const m = marks.pop();
+    if (m === undefined) fail('no MARK');
+    return m!;
   };
-  const append = (target: Item, items: Item[]): void => {
+  const below = (m: number): Item => {
+    if (m === 0) fail('empty stack');
+    return stack[m - 1];
+  };
+  const dictOf = (target: Item): Record<string, unknown> => {
+    if (target === null || typeof target !== 'object' || Array.isArray(target)) fail('SETITEMS on a non-dict');
+    return target as Record<string, unknown>;
+  };
+  const setItem = (obj: Record<string, unknown>, k: Item, v: Item): void => {
+    const key = String(k);
+    if (key === '__proto__') Object.defineProperty(obj, key, { value: v, writable: true, enumerable: true, configurable: true });
+    else obj[key] = v;
+  };
+  const setItemsFrom = (target: Item, from: number): void => {
+    const obj = dictOf(target);
+    if ((stack.length - from) % 2) fail('odd number of dict items');
+    for (let i = from; i < stack.length; i += 2) setItem(obj, stack[i], stack[i + 1]);
+    stack.length = from;
+  };
+  const appendFrom = (target: Item, from: number): void => {
     if (!Array.isArray(target)) fail('APPENDS on a non-list');
-    for (const it of items) (target as unknown[]).push(it);
+    for (let i = from; i < stack.length; i++) (target as unknown[]).push(stack[i]);
+    stack.length = from;
   };
   const memoGet = (i: number): void => {
     if (i >= memo.length || memo[i] === undefined) fail(`memo ${i} was never stored`);
@@ -71,6 +88,11 @@ export function readPickle(data: Uint8Array): unknown {
       let v = 0;
       for (let i = n - 1; i >= 0; i--) v = v * 256 + buf[pos + i]!;
       out = negative ? v - 2 ** (8 * n) : v;
+    } else if (n <= 8 && !negative && fitsDouble(n)) {
+      // A 64-bit address: two 32-bit halves, exact below 2^53 (checked by fitsDouble).
+      let high = 0;
+      for (let i = n - 1; i >= 4; i--) high = high * 256 + buf[pos + i]!;
+      out = high * 2 ** 32 + buf.readUInt32LE(pos);
     } else {
       const hex = Buffer.from(buf.subarray(pos, pos + n)).reverse().toString('hex');
       let v = BigInt(`0x${hex}`);
@@ -79,6 +101,25 @@ export function readPickle(data: Uint8Array): unknown {
     }
     pos += n;
     return out;
+  };
+  // Whether the non-negative n-byte long at pos is below 2^53: its bytes above the 53rd bit are zero.
+  const fitsDouble = (n: number): boolean => {
+    for (let i = 7; i < n; i++) if (buf[pos + i] !== 0) return false;
+    return (buf[pos + 6]! & 0xe0) === 0;
+  };
+  // Pool ids, (0, n) on every trace entry of ours: one frozen tuple per distinct pair, as our
+  // own snapshots share them (snapshot/build.ts), not a million branded arrays.
+  const pairs = new Map<number, unknown[]>();
+  const pair = (a: Item, b: Item): unknown[] => {
+    if (!(typeof a === 'number' && typeof b === 'number' && a >= 0 && a < 1024 && b >= 0 && b < 2 ** 30 &&
+      Number.isInteger(a) && Number.isInteger(b))) return tuple(a, b);
+    const key = a * 2 ** 30 + b;
+    let t = pairs.get(key);
+    if (t === undefined) {
+      t = Object.freeze(tuple(a, b)) as unknown[];
+      pairs.set(key, t);
+    }
+    return t;
   };
   const readString = (n: number): string => {
     need(n);
@@ -104,17 +145,17 @@ export function readPickle(data: Uint8Array): unknown {
         return stack[0];
       case 0x28: marks.push(stack.length); break; // MARK
       case 0x7d: stack.push({}); break; // EMPTY_DICT
-      case 0x64: { const items = popMark(); const d = {}; setItems(d, items); stack.push(d); break; } // DICT
-      case 0x73: { const v = pop(); const k = pop(); setItems(top(), [k, v]); break; } // SETITEM
-      case 0x75: { const items = popMark(); setItems(top(), items); break; } // SETITEMS
+      case 0x64: { const m = markFrom(); const d = {}; setItemsFrom(d, m); stack.push(d); break; } // DICT
+      case 0x73: { const v = pop(); const k = pop(); setItem(dictOf(top()), k, v); break; } // SETITEM
+      case 0x75: { const m = markFrom(); setItemsFrom(below(m), m); break; } // SETITEMS
       case 0x5d: stack.push([]); break; // EMPTY_LIST
       case 0x6c: stack.push(popMark()); break; // LIST
-      case 0x61: { const v = pop(); append(top(), [v]); break; } // APPEND
-      case 0x65: { const items = popMark(); append(top(), items); break; } // APPENDS
+      case 0x61: { const v = pop(); const list = top(); if (!Array.isArray(list)) fail('APPENDS on a non-list'); (list as unknown[]).push(v); break; } // APPEND
+      case 0x65: { const m = markFrom(); appendFrom(below(m), m); break; } // APPENDS
       case 0x29: stack.push(tuple()); break; // EMPTY_TUPLE
       case 0x74: stack.push(asTuple(popMark())); break; // TUPLE
       case 0x85: stack.push(tuple(pop())); break; // TUPLE1
-      case 0x86: { const b = pop(); const a = pop(); stack.push(tuple(a, b)); break; } // TUPLE2
+      case 0x86: { const b = pop(); const a = pop(); stack.push(pair(a, b)); break; } // TUPLE2
       case 0x87: { const c = pop(); const b = pop(); const a = pop(); stack.push(tuple(a, b, c)); break; } // TUPLE3
       case 0x4e: stack.push(null); break; // NONE
       case 0x88: stack.push(true); break; // NEWTRUE

@@ -9,7 +9,7 @@ import { summarize } from '../../dist/analysis/summary.js';
 import { fragmentation } from '../../dist/analysis/fragmentation.js';
 import { diffSnapshots } from '../../dist/analysis/diff.js';
 import { findLeaks } from '../../dist/analysis/leaks.js';
-import { replayOnSim } from '../../dist/analysis/replay.js';
+import { replayOnSim } from '../../dist/replay/replay.js';
 import { renderSegments, renderSnapshotSummary, renderTrace } from '../../dist/cli/format-snapshot.js';
 import { renderDiff, renderFragmentation, renderLeaks, renderReplay } from '../../dist/cli/format-analysis.js';
 import { viewerHtml } from '../../dist/viewer/html.js';

@@ -9,7 +9,7 @@ import { type DeviceBuffer, Stream, cuda, loadSnapshot, memory } from '../../lib
 import { fragmentation, blockMap } from '../../lib/analysis/fragmentation.js';
 import { diffSnapshots, regionWindows } from '../../lib/analysis/diff.js';
 import { findLeaks } from '../../lib/analysis/leaks.js';
-import { replayOnSim } from '../../lib/analysis/replay.js';
+import { replayOnSim } from '../../lib/replay/replay.js';
 import { timeline } from '../../lib/analysis/timeline.js';
 import { summarize } from '../../lib/analysis/summary.js';
 import type { Snapshot } from '../../lib/snapshot/types.js';

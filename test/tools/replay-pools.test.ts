@@ -2,11 +2,11 @@
 // `use_mem_pool` scopes, some ended before the dump, beside default-pool work on three
 // streams, empty_cache() calls and OOMs. Recorded here, their pool ids are stripped from the
 // trace (the final segments keep theirs, as PyTorch's do), and the replay must read the pools
-// back from where the cache was released (lib/analysis/replay-pools.ts) and be exact.
+// back from where the cache was released (lib/replay/pools.ts) and be exact.
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { MemPool, Stream, analysis, cuda, loadSnapshot, memory, use_mem_pool, type DeviceBuffer } from '../../lib/index.js';
-import { inferPrivatePools } from '../../lib/analysis/replay-pools.js';
+import { inferPrivatePools } from '../../lib/replay/pools.js';
 import type { Snapshot } from '../../lib/snapshot/types.js';
 import { MiB } from '../support/helpers.js';
 import { expectExact, recordAndReplay, rng, tryAlloc } from '../support/replay.js';

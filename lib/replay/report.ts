@@ -1,6 +1,6 @@
 // What a replay reports: both sides' reserved memory, where they first parted and why, and
 // how the history's start and its releases were read.
-import type { SegmentEventComparison } from './replay-reading.js';
+import type { SegmentEventComparison } from './reading.js';
 
 export interface ReplaySide {
   /** Reserved bytes when the history begins (ours: after the inferred live set is allocated). */
@@ -32,7 +32,7 @@ export interface ReplayReport {
   /** Allocations made in private pools (MemPools), replayed into a MemPool per recorded id. */
   poolAllocs: number;
   /** Set when the trace named no pool (PyTorch's files) and private pools were read from its
-   *  releases (replay-pools.ts): how many, and how many allocations went to them. */
+   *  releases (pools.ts): how many, and how many allocations went to them. */
   inferredPools: { pools: number; allocs: number } | null;
   /** Runs of segment frees: empty_cache() calls, MemPools' ends, and releases inside a request
    *  (before its retry or OOM), each replayed as what it was read to be. */

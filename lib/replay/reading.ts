@@ -1,13 +1,13 @@
 // What a recorded history says beyond its allocs and frees, for replay: its settings, where
 // the cache was released and whether inside a request, the device's size, why the replay
 // parted from it, and the order of segment events to compare with ours. (The segments of
-// its start: replay-start.ts.)
+// its start: start.ts.)
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { configFromSettings } from '../allocator-options.js';
 import { humanBytes } from '../format.js';
-import { snapshotArg } from './args.js';
-import { segmentDelta, timeline } from './timeline.js';
-import { SMALL_SEGMENT } from './replay-start.js';
+import { snapshotArg } from '../analysis/args.js';
+import { segmentDelta, timeline } from '../analysis/timeline.js';
+import { SMALL_SEGMENT } from './start.js';
 
 /** A segment free or unmap: memory given back. */
 const releases = (e: TraceEntry | undefined): boolean => e !== undefined && segmentDelta(e) < 0;

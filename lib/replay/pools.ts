@@ -42,11 +42,11 @@
 // Not read: expandable segments (pages, not segments, are released), and a recording whose
 // trace carries any pool id (ours always do; those are taken as written).
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
-import { inferInitialLive, releasingAction, segmentDelta } from './timeline.js';
-import { releasesInOrder, settingsOf, startsCacheRelease } from './replay-reading.js';
-import { native } from '../native.js';
-import { rangeHolding } from './ranges.js';
-import { SMALL_SEGMENT, SMALL_SIZE } from './replay-start.js';
+import { inferInitialLive, releasingAction, segmentDelta } from '../analysis/timeline.js';
+import { releasesInOrder, settingsOf, startsCacheRelease } from './reading.js';
+import { settingsDict, sizePolicy } from './driver.js';
+import { rangeHolding } from '../analysis/ranges.js';
+import { SMALL_SEGMENT, SMALL_SIZE } from './start.js';
 
 interface Instance {
   address: number;
@@ -121,14 +121,14 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
 
   const release = releasingAction(trace);
   const settings = settingsOf(s);
-  const inOrder = releasesInOrder(native.allocatorSettings(settings));
+  const inOrder = releasesInOrder(settingsDict(settings));
   const allocIn: (Instance | undefined)[] = new Array(trace.length);
   const segmentOf: (Instance | undefined)[] = new Array(trace.length);
   const releases: Release[] = [];
   // 5 (below): a request that made a segment while a wholly free one on its stream would
   // have served it was not in that segment's pool: [the new segment, the free one].
   const apart: [Instance, Instance][] = [];
-  const rounded = (n: number) => native.sizePolicy(settings, n).rounded;
+  const rounded = (n: number) => sizePolicy(settings, n).rounded;
   let run: Instance[] | null = null;
   let runAt = -1;
   const freeNow = (except: Instance[]) => [...open.values()].filter((g) => g.live === 0 && !except.includes(g));

@@ -11,10 +11,13 @@
 // allocator would not have split the remainder off: 1 MiB or less in a large pool, or any
 // remainder of a request of max_split_size or more (oversize blocks are never split). It is
 // the allocator's own rule, so such a gap cannot have been free.
-import { native } from '../native.js';
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
-import type { LiveAllocation } from './timeline.js';
-import { rangeHolding } from './ranges.js';
+import type { LiveAllocation } from '../analysis/timeline.js';
+import { rangeHolding } from '../analysis/ranges.js';
+import { CudaOutOfMemoryError } from '../errors.js';
+import { settingsDict, sizePolicy, type SimDriver } from './driver.js';
+import type { Recording } from './recording.js';
+import type { ReplayReport } from './report.js';
 
 const MiB = 1024 * 1024;
 /** The small pool's segment size. */
@@ -72,11 +75,11 @@ export function startLayout(s: Snapshot, device: number, initialLive: Map<number
   const segments = [...found.values()].sort((a, b) => a.address - b.address);
   const unplaced: number[] = [];
   let sizedFromRequest = 0;
-  const maxSplit = native.allocatorSettings(settings).max_split_size as number;  // -1: unlimited
+  const maxSplit = settingsDict(settings).max_split_size as number;  // -1: unlimited
   const rounded = new Map<number, number>();
   const roundSize = (n: number) => {
     let r = rounded.get(n);
-    if (r === undefined) rounded.set(n, (r = native.sizePolicy(settings, n).rounded));
+    if (r === undefined) rounded.set(n, (r = sizePolicy(settings, n).rounded));
     return r;
   };
   for (const addr of [...initialLive.keys()].sort((a, b) => a - b)) {
@@ -121,7 +124,7 @@ export function firstAllocSegment(s: Snapshot, device: number, layout: StartLayo
   const first = (s.device_traces[device] ?? [])[0];
   if (first?.action !== 'alloc' || first.addr === undefined) return null;
   const seg = layout.segments.find((g) => g.address === first.addr);
-  if (!seg || seg.live.length > 0 || seg.size !== native.sizePolicy(settings, first.size).segment) return null;
+  if (!seg || seg.live.length > 0 || seg.size !== sizePolicy(settings, first.size).segment) return null;
   return seg;
 }
 
@@ -141,5 +144,68 @@ export function placementOf(seg: StartSegment): Float64Array {
     out[3 * k + 1] = b.size;
     out[3 * k + 2] = Math.min(b.requested, b.size);
   });
+  return out;
+}
+
+/** The start rebuilt on the driver, and what it took. */
+export interface RebuiltStart {
+  report: ReplayReport['start'];
+  /** Bytes of the allocations live at the start, and start segments holding none of them. */
+  bytes: number;
+  freeSegments: number;
+  /** The segment_alloc the ring lost before its first entry, if it did (firstAllocSegment). */
+  lost: TraceEntry | null;
+  /** The start does not fit the device. */
+  oom: ReplayReport['oom'];
+}
+
+/**
+ * Rebuilds the recording's start: its segments placed as recorded with their live blocks at
+ * their offsets, then the live allocations no segment holds, allocated in address order
+ * (all of them with expandable segments, which are not placed).
+ */
+export function rebuildStart(rec: Recording, driver: SimDriver, expandable: boolean): RebuiltStart {
+  const report = { segments: 0, placed: 0, sizedFromRequest: expandable ? 0 : rec.start.sizedFromRequest, allocated: 0, lostSegmentAlloc: false };
+  const out: RebuiltStart = { report, bytes: 0, freeSegments: 0, lost: null, oom: null };
+  const unplaced = expandable ? [...rec.initial.keys()] : [...rec.start.unplaced];
+  const segments = expandable ? [] : rec.start.segments;
+  const first = expandable ? undefined : segments[rec.firstSegment];
+  try {
+    let firstBase: number | null = null;
+    for (const seg of segments) {
+      const base = driver.place(seg.size, seg.stream, seg.pool, seg.small, placementOf(seg), seg.live.map((b) => rec.initialSlot.get(b.address)!));
+      if (base === null) {
+        // A recording whose sizes our allocator could not have made (not 512-byte blocks, a
+        // small segment not of 2 MiB): its live allocations are allocated instead.
+        unplaced.push(...seg.live.map((b) => b.address));
+        continue;
+      }
+      for (const b of seg.live) out.bytes += b.requested;
+      if (seg === first) firstBase = base;
+      if (seg.live.length === 0) out.freeSegments++;
+      report.segments++;
+      report.placed += seg.live.length;
+    }
+    if (first && firstBase !== null) {
+      const e = rec.trace[0]!;
+      if (driver.plan(e.size, e.stream, driver.pool(e.pool_id?.[1] ?? 0)).cached?.ptr !== firstBase) {
+        driver.unplace(firstBase);
+        out.lost = lostSegmentAlloc(first, e);
+        report.lostSegmentAlloc = true;
+        out.freeSegments--;
+        report.segments--;
+      }
+    }
+    for (const addr of unplaced.sort((a, b) => a - b)) {
+      const l = rec.initial.get(addr)!;
+      driver.alloc(rec.initialSlot.get(addr)!, l.pool, l.size, l.stream);
+      out.bytes += l.size;
+      report.allocated++;
+    }
+  } catch (err) {
+    if (!(err instanceof CudaOutOfMemoryError)) throw err;
+    // The state the history started from does not fit: index -1, before the first entry.
+    out.oom = { index: -1, size: err.requested, message: err.message };
+  }
   return out;
 }

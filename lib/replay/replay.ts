@@ -1,0 +1,189 @@
+// Replays a recorded history through our allocator on a simulated device and compares
+// reserved memory and segment events with the recording: "would this workload fit, and
+// would the cache have grown the same way?".
+//
+// The parts: the recording read once (recording.ts; its start, start.ts; the private pools
+// of a file that names none, pools.ts), the simulated GPU (driver.ts, the only file here that
+// calls the addon), the cache releases and how each is met (releases.ts; the rules:
+// reading.ts), where the two sides first part (divergence.ts). This file is the loop.
+import { CudaOutOfMemoryError } from '../errors.js';
+import type { Snapshot } from '../snapshot/types.js';
+import { segmentDelta } from '../analysis/timeline.js';
+import { checkOptions, checkString, deviceArg, functionArg, snapshotArg } from '../analysis/args.js';
+import { checkInteger } from '../validate.js';
+import { compareSegmentEvents, startsCacheRelease } from './reading.js';
+import type { ReplayOptions, ReplayReport, ReplaySide } from './report.js';
+import { readRecording, sourceOf, type Recording } from './recording.js';
+import { checkSettings, SimDriver } from './driver.js';
+import { DECIDE, FAIL, FREE_IN_REQUEST, Releases } from './releases.js';
+import { Divergence } from './divergence.js';
+import { rebuildStart } from './start.js';
+
+/**
+ * Replays device `options.device` of the snapshot on a fresh simulated device. This
+ * replaces the process's allocator runtime (every buffer and stream from before becomes
+ * stale), so it refuses to run while any memory is allocated; it is meant for the CLI
+ * (`cca replay`) and for tests.
+ */
+export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): ReplayReport {
+  const given = snapshotArg(snapshot);
+  options = checkOptions<ReplayOptions>('replay options', options, ['device', 'capacityBytes', 'settings', 'onProgress']);
+  const device = options.device === undefined ? 0 : deviceArg(options.device, 'options.device');
+  return replayRecording(readRecording(given, device), options).report;
+}
+
+/**
+ * Replays a recording read once. A file whose trace names no pool (PyTorch's) has its private
+ * pools read from its releases (pools.ts), a run the releases leave open read as an
+ * empty_cache() first; where the replay then parts from the recording, each open run in turn
+ * is read as a pool's end instead, kept if the replay then agrees for longer (`search`).
+ * Returns the report and the reading it was made on.
+ */
+export function replayRecording(rec: Recording, options: ReplayOptions, search = true): { report: ReplayReport; rec: Recording } {
+  let best = { report: replayOnce(rec, options), rec };
+  if (!search || !rec.inferred) return best;
+  const forced = new Map(rec.forced);
+  for (const run of rec.inferred.open.slice(0, MAX_READINGS)) {
+    if (agreement(best.report) === Infinity) break;
+    forced.set(run.at, true);
+    const tried = readRecording(sourceOf(rec), rec.device, forced);
+    const report = replayOnce(tried, options);
+    if (agreement(report) > agreement(best.report)) best = { report, rec: tried };
+    else forced.set(run.at, false);
+  }
+  return best;
+}
+
+/** Open runs tried both ways, at most: each try is a whole replay. */
+const MAX_READINGS = 16;
+
+/** How far a replay agreed with the recording: the entry where it stopped out of memory or
+ *  reserved memory first parted; segment events that differ only count as parting at the
+ *  end (their comparison does not say at which entry). Infinity: nowhere. */
+function agreement(r: ReplayReport): number {
+  if (r.oom) return r.oom.index;
+  const reserved = r.firstDivergence?.index ?? Infinity;
+  const events = r.segmentEvents.firstMismatch === null ? Infinity : r.entries - 0.5;
+  return Math.min(reserved, events);
+}
+
+function replayOnce(rec: Recording, options: ReplayOptions): ReplayReport {
+  // Everything is checked before the runtime is replaced: a refused call changes nothing.
+  const capacityBytes = options.capacityBytes === undefined ? rec.capacity ?? 256 * 2 ** 30
+    : checkInteger('options.capacityBytes', options.capacityBytes, 1, 2 ** 40);
+  const settings = options.settings === undefined ? rec.settings : checkString('options.settings', options.settings);
+  const onProgress = functionArg(options.onProgress, 'options.onProgress') as ReplayOptions['onProgress'];
+  checkSettings(settings);
+  const driver = new SimDriver(capacityBytes, settings, rec.slots, rec.streams);
+  try {
+    return replayOn(driver, rec, settings, capacityBytes, onProgress);
+  } finally {
+    driver.dispose();
+  }
+}
+
+function replayOn(driver: SimDriver, rec: Recording, settings: string, capacityBytes: number, onProgress: ReplayOptions['onProgress']): ReplayReport {
+  const { trace, freeAt } = rec;
+  const start = rebuildStart(rec, driver, driver.settings().expandable_segments === true);
+  let oom = start.oom;
+  driver.recordSegmentEvents(trace.length);
+  const growthsAtStart = driver.stat('num_device_alloc');
+  const shrinksAtStart = driver.stat('num_device_free');
+  // Reserved memory can peak inside a request (pages mapped before the device ran out and
+  // released again): the allocator's own peak sees it, sampling after each call would not.
+  driver.resetPeaks();
+  const ours: ReplaySide = { startReserved: driver.reserved(), peakReserved: 0, endReserved: 0, segmentGrowths: 0, segmentShrinks: 0 };
+  ours.peakReserved = ours.startReserved;
+  const lost = start.lost;
+  const recorded: ReplaySide = {
+    startReserved: rec.reservedAtStart - (lost?.size ?? 0), peakReserved: 0, endReserved: 0, segmentGrowths: lost ? 1 : 0, segmentShrinks: 0,
+  };
+  recorded.peakReserved = recorded.startReserved;
+  const releases = new Releases(rec, driver);
+  const { marks } = releases;
+  const caveats: string[] = [];
+  const n = (k: number, what: string) => `${k} ${what}${k === 1 ? '' : 's'}`;
+  if (start.report.sizedFromRequest > 0) caveats.push(`the start's rebuild sized ${n(start.report.sizedFromRequest, 'block')} from the request`);
+  if (start.report.allocated > 0) caveats.push(`${n(start.report.allocated, 'allocation')} of the start not placed where recorded`);
+  const divergence = new Divergence(recorded.startReserved, ours.startReserved, caveats);
+  let recordedNow = recorded.startReserved;
+  let ourNow = ours.startReserved;
+  let atPeak = driver.peakState();
+  const counts = { allocs: 0, frees: 0, unknownFrees: 0, poolAllocs: 0 };
+  const ooms = { recorded: 0, reproduced: 0, notReproducedAt: [] as number[] };
+  const every = Math.max(1, Math.floor(trace.length / 100));
+  for (let i = 0; oom === null && i < trace.length; i++) {
+    const e = trace[i]!;
+    if (marks[i]! & DECIDE) releases.decide(i);
+    const mark = marks[i]!;
+    const delta = segmentDelta(e);
+    recordedNow = rec.reserved[i]!;
+    if (delta !== 0) {
+      if (delta > 0) recorded.segmentGrowths++;
+      else recorded.segmentShrinks++;
+      recorded.peakReserved = Math.max(recorded.peakReserved, recordedNow);
+      if (delta < 0 && startsCacheRelease(trace, i, releases.inOrder)) {
+        releases.release(i);
+        ourNow = driver.reserved();
+      }
+    }
+    if (mark & FAIL) releases.inject(i);
+    if (e.action === 'oom') {
+      // The request that failed there (its rounded size): does it fail here too? Either way
+      // the program went on, and so does the replay; a request that fits is given back.
+      ooms.recorded++;
+      try {
+        driver.allocAndFree(e.pool_id?.[1] ?? 0, e.size, e.stream);
+        driver.emptyCache();
+        if (ooms.notReproducedAt.length < 100) ooms.notReproducedAt.push(i);
+      } catch (err) {
+        if (!(err instanceof CudaOutOfMemoryError)) throw err;
+        ooms.reproduced++;
+      }
+      driver.settle();
+      ourNow = driver.reserved();
+    }
+    const slot = rec.slot[i]!;
+    if (e.action === 'alloc' && slot >= 0) {
+      const pool = e.pool_id?.[1] ?? 0;
+      if (pool !== 0) counts.poolAllocs++;
+      if (rec.reuses[i]! >= 0) driver.free(rec.reuses[i]!);  // an address handed out twice: the ring lost the free between
+      try {
+        driver.alloc(slot, pool, e.size, e.stream);
+      } catch (err) {
+        if (!(err instanceof CudaOutOfMemoryError)) throw err;
+        oom = { index: i, size: e.size, message: err.message };
+        break;
+      }
+      driver.settle();
+      counts.allocs++;
+      ourNow = driver.reserved();
+      if (ourNow > ours.peakReserved) {
+        ours.peakReserved = ourNow;
+        atPeak = driver.peakState();
+      }
+    } else if (e.action === freeAt && e.addr !== undefined) {
+      if (slot >= 0 && (mark & FREE_IN_REQUEST ? driver.freePending(slot) : driver.free(slot))) counts.frees++;
+      else counts.unknownFrees++;
+    }
+    // Compared at allocs and frees: a recording puts segment events before the alloc that
+    // caused them, while ours happen inside it.
+    if ((e.action === 'alloc' || e.action === freeAt) && i >= releases.insideRequestUntil) {
+      divergence.check(i, e.action, recordedNow, ourNow, releases.readings);
+    }
+    if (onProgress && i % every === 0) onProgress(i, trace.length);
+  }
+  onProgress?.(trace.length, trace.length);
+  recorded.endReserved = recordedNow;
+  ours.endReserved = driver.reserved();
+  ours.peakReserved = Math.max(ours.peakReserved, driver.stat('reserved_bytes.all.peak'));
+  ours.segmentGrowths = driver.stat('num_device_alloc') - growthsAtStart;
+  ours.segmentShrinks = driver.stat('num_device_free') - shrinksAtStart;
+  return {
+    device: rec.device, settings, capacityBytes, entries: trace.length, ...counts, cacheReleases: releases.count, ooms,
+    inferredPools: rec.inferred ? { pools: rec.inferred.pools, allocs: rec.inferred.allocs } : null,
+    initialLive: { count: rec.initial.size, bytes: start.bytes }, initialFreeSegments: start.freeSegments, start: start.report,
+    segmentEvents: compareSegmentEvents(lost ? [lost, ...trace] : trace, driver.segmentEvents()),
+    recorded, oursAtPeak: atPeak, ours, firstDivergence: divergence.first, oom,
+  };
+}
