@@ -21,30 +21,47 @@ export interface LiveAllocation {
 export function inferInitialLive(snapshot: Snapshot, device = 0): Map<number, LiveAllocation> {
   const s = snapshotArg(snapshot);
   device = deviceArg(device);
-  const initial = new Map<number, LiveAllocation>();
-  const allocated = new Set<number>();
-  // A free with no alloc before it frees a block live at the start; a ring that wrapped
-  // between a free's request and its completion keeps the completion only.
-  const frees = (a: string) => a === 'free_requested' || a === 'free_completed';
-  for (const e of s.device_traces[device] ?? []) {
-    if (e.addr === undefined) continue;
+  const reading = new InitialLive();
+  for (const e of s.device_traces[device] ?? []) reading.note(e);
+  return reading.finish(s, device);
+}
+
+/**
+ * inferInitialLive's reading, an entry at a time, for a caller that passes over the trace
+ * anyway: a free with no alloc of its address before it frees a block live at the start (a
+ * ring that wrapped between a free's request and its completion keeps the completion only);
+ * then the final state's live blocks that no alloc of the history made.
+ */
+export class InitialLive {
+  readonly initial = new Map<number, LiveAllocation>();
+  readonly #allocated = new Set<number>();
+
+  /** Reads one entry; true when it freed an allocation live at the start (its first free). */
+  note(e: TraceEntry): boolean {
+    if (e.addr === undefined) return false;
     if (e.action === 'alloc') {
-      allocated.add(e.addr);
-    } else if (frees(e.action) && !allocated.has(e.addr) && !initial.has(e.addr)) {
-      initial.set(e.addr, { size: e.size, stream: e.stream, pool: e.pool_id?.[1] ?? 0 });
+      this.#allocated.add(e.addr);
+    } else if ((e.action === 'free_requested' || e.action === 'free_completed') && !this.#allocated.has(e.addr) && !this.initial.has(e.addr)) {
+      this.initial.set(e.addr, { size: e.size, stream: e.stream, pool: e.pool_id?.[1] ?? 0 });
+      return true;
     }
+    return false;
   }
-  for (const seg of s.segments) {
-    if (seg.device !== device) continue;
-    for (const b of seg.blocks) {
-      if (b.state !== 'inactive' && !allocated.has(b.address) && !initial.has(b.address)) {
-        initial.set(b.address, {
-          size: b.requested_size > 0 ? b.requested_size : b.size, stream: seg.stream, pool: seg.segment_pool_id?.[1] ?? 0, blockSize: b.size,
-        });
+
+  /** After the last entry: adds the final state's live blocks no alloc made. */
+  finish(s: Snapshot, device: number): Map<number, LiveAllocation> {
+    for (const seg of s.segments) {
+      if (seg.device !== device) continue;
+      for (const b of seg.blocks) {
+        if (b.state !== 'inactive' && !this.#allocated.has(b.address) && !this.initial.has(b.address)) {
+          this.initial.set(b.address, {
+            size: b.requested_size > 0 ? b.requested_size : b.size, stream: seg.stream, pool: seg.segment_pool_id?.[1] ?? 0, blockSize: b.size,
+          });
+        }
       }
     }
+    return this.initial;
   }
-  return initial;
 }
 
 /** How a trace entry changes reserved memory. */
@@ -65,11 +82,16 @@ export function segmentDelta(e: TraceEntry): number {
 export function reservedAtStart(snapshot: Snapshot, device = 0): number {
   const s = snapshotArg(snapshot);
   device = deviceArg(device);
+  let growth = 0;
+  for (const e of s.device_traces[device] ?? []) growth += segmentDelta(e);
+  return reservedAtStartOf(s, device, growth);
+}
+
+/** reservedAtStart for a caller that summed the trace's growth itself. */
+export function reservedAtStartOf(s: Snapshot, device: number, growth: number): number {
   let end = 0;
   for (const seg of s.segments) if (seg.device === device) end += seg.total_size;
   // Snapshots list only mapped ranges of expandable segments, so this holds for them too.
-  let growth = 0;
-  for (const e of s.device_traces[device] ?? []) growth += segmentDelta(e);
   return end - growth;
 }
 

@@ -8,7 +8,7 @@
 // following addresses through the trace once (a free of an address the history never
 // allocated and the start does not explain releases none).
 import type { Segment, Snapshot, TraceEntry } from '../snapshot/types.js';
-import { releasingAction, timeline, type LiveAllocation } from '../analysis/timeline.js';
+import { InitialLive, releasingAction, reservedAtStartOf, segmentDelta, type LiveAllocation } from '../analysis/timeline.js';
 import { recordedCapacity, settingsOf } from './reading.js';
 import { inferPrivatePools, type InferredPools } from './pools.js';
 import { firstAllocSegment, startLayout, type StartLayout } from './start.js';
@@ -55,22 +55,32 @@ export function readRecording(s: Snapshot, device: number, forced: ReadonlyMap<n
   const pools = inferPrivatePools(s, device, forced);
   if (pools) s = { ...s, device_traces: s.device_traces.map((t, d) => (d === device ? pools.trace : t)) };
   const trace = s.device_traces[device] ?? [];
-  const tl = timeline(s, device);
   const settings = settingsOf(s);
   const freeAt = releasingAction(trace);
   const n = trace.length;
-  const initialSlot = new Map<number, number>();
-  [...tl.initialLive.keys()].sort((a, b) => a - b).forEach((addr, k) => initialSlot.set(addr, n + k));
+  // One pass: reserved memory (timeline.ts's rule), the start's live allocations (its
+  // InitialLive), and which slot each free releases. A start allocation's slot is known only
+  // once all are found (by address rank): until then it is -(k + 2), k its order of discovery.
+  const initialLive = new InitialLive();
+  const found: number[] = [];
   const slot = new Int32Array(n).fill(-1);
   const reuses = new Int32Array(n).fill(-1);
-  const liveAt = new Map(initialSlot);
+  const reserved = new Float64Array(n);
+  const liveAt = new Map<number, number>();
   const lastPoolAlloc = new Map<number, number>();
   const streams = new Set<number>();
+  let growth = 0;
   for (let i = 0; i < n; i++) {
     const e = trace[i]!;
+    growth += segmentDelta(e);
+    reserved[i] = growth;
     if (e.stream !== 0) streams.add(e.stream);
     if (e.addr === undefined) continue;
-    if (e.action === 'alloc') {
+    if (initialLive.note(e)) {
+      const provisional = -(found.push(e.addr) + 1);
+      if (e.action === freeAt) slot[i] = provisional;
+      else liveAt.set(e.addr, provisional);  // its free_completed comes later
+    } else if (e.action === 'alloc') {
       reuses[i] = liveAt.get(e.addr) ?? -1;
       liveAt.set(e.addr, i);
       slot[i] = i;
@@ -81,14 +91,23 @@ export function readRecording(s: Snapshot, device: number, forced: ReadonlyMap<n
       liveAt.delete(e.addr);
     }
   }
+  const reservedAtStart = reservedAtStartOf(s, device, growth);
+  for (let i = 0; i < n; i++) reserved[i]! += reservedAtStart;
+  const initial = initialLive.finish(s, device);
+  const initialSlot = new Map<number, number>();
+  [...initial.keys()].sort((a, b) => a - b).forEach((addr, k) => initialSlot.set(addr, n + k));
+  const settle = (a: Int32Array) => {
+    for (let i = 0; i < n; i++) if (a[i]! < -1) a[i] = initialSlot.get(found[-a[i]! - 2]!)!;
+  };
+  settle(slot);
+  settle(reuses);
   const segments = s.segments.filter((g) => g.device === device);
   for (const g of segments) if (g.stream !== 0) streams.add(g.stream);
-  const start = startLayout(s, device, tl.initialLive, settings);
+  const start = startLayout(s, device, initial, settings);
   const first = firstAllocSegment(s, device, start, settings);
   return {
     device, trace, segments, allocatorSettings: s.allocator_settings, settings,
-    capacity: recordedCapacity(s, device, tl.reserved), freeAt,
-    reserved: tl.reserved, reservedAtStart: tl.reservedAtStart, initial: tl.initialLive, initialSlot,
+    capacity: recordedCapacity(s, device, reserved), freeAt, reserved, reservedAtStart, initial, initialSlot,
     start, firstSegment: first ? start.segments.indexOf(first) : -1,
     slot, reuses, slots: n + initialSlot.size + 1, streams: [...streams].sort((a, b) => a - b), lastPoolAlloc,
     inferred: pools ? { pools: pools.pools, allocs: pools.allocs, open: pools.open } : null,
