@@ -2,6 +2,36 @@
 // the cache was released and whether inside a request, the device's size, why the replay
 // parted from it, and the order of segment events to compare with ours. (The segments of
 // its start: start.ts.)
+//
+// Note [Releases inside a request]
+// A request that finds no cached block and no room on the device synchronizes every pending
+// free, releases the cache and tries again. A trace shows it as:
+//
+//   120  free_requested  0x...200000   4 MiB  stream 7   the program frees; its event is pending
+//   ...
+//   180  free_completed  0x...200000   4 MiB  stream 7 } the frees the request synchronized
+//   181  segment_free    0x...000000  20 MiB           } its release: every wholly free segment,
+//   182  segment_free    0x...a00000   2 MiB           }   large pool first (startsCacheRelease)
+//   183  segment_alloc   0x...e00000  40 MiB           } its outcome: the new segment and the
+//   184  alloc           0x...e00000  33 MiB           }   alloc (or an oom entry)
+//
+// Replayed as it reads (frees, then empty_cache(), then the request) the request would take
+// the blocks entry 180 gave back, which the recorded request never saw: its cached search came
+// before them. But the same entries also follow an empty_cache() and then a request that
+// needed a new segment. releasesInRequests finds such sequences (keyed by their first entry,
+// 180 here); the replay decides when it gets there (releases.ts): if our cache would serve
+// entry 184's request then (native planMalloc), the recorded search cannot have failed, so it
+// was an empty_cache(). Otherwise the frees (180) are replayed as frees left pending on a held
+// stream, the run from 181 is not replayed as empty_cache(), and when the recording released
+// something, 184's first device malloc fails, so our own request synchronizes, releases by our
+// policy and tries again: the same segments go, by the same rule. Two settings change the
+// order. With max_split_size_mb a request first releases its oversize blocks, before it
+// synchronizes; the replay decides at the release itself which reading fits (failedMallocs:
+// the release must begin with exactly the oversize segments ours would free first). With
+// expandable segments the outcome is the pages mapped before the alloc, and the request may
+// have mapped its first pages before the device ran out (`mappedBefore`): our own request's
+// map then fails once it has mapped as much. A MemPool's end right before such a request is
+// not its release (releases.ts, poolEndAt).
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { configFromSettings } from '../allocator-options.js';
 import { humanBytes } from '../format.js';
@@ -60,24 +90,7 @@ function startsAnotherCall(before: TraceEntry, e: TraceEntry): boolean {
   return false;
 }
 
-/**
- * Where the recording released memory inside a request rather than between requests. A
- * request that finds no cached block and no room on the device synchronizes every pending
- * free, releases the cache and tries again: in the trace, the frees it completed
- * (free_completed), then its segment frees, then its outcome (segment_alloc and alloc, or
- * oom). Replaying that as frees, then empty_cache(), then the request would let the request
- * take the blocks those frees gave back, which the recorded request never saw (its cached
- * search came before them). The same entries also follow an empty_cache() and then a request
- * that needed a new segment; the replay tells them apart when it gets there: if our cache
- * would serve the request then (native planMalloc), the recorded request's search cannot
- * have failed, so it was not this. Otherwise the frees are replayed as frees left pending on
- * a held stream, the run of segment frees is not replayed as empty_cache(), and when the
- * recording released something the request's first device malloc fails, so that our own
- * request synchronizes, releases by our policy (only oversize blocks first, with
- * max_split_size_mb) and tries again. With expandable segments the request's outcome is the
- * pages mapped before its alloc, and it may have mapped its first pages before the device ran
- * out (`mappedBefore`): our own request's map then fails once it has mapped as much.
- */
+/** A release inside a request (Note [Releases inside a request]). */
 export interface ReleaseInRequest {
   /** The request's outcome: its alloc (after the segment or pages made for it) or its oom. */
   request: number;

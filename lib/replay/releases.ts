@@ -1,7 +1,7 @@
 // How a replay meets each run of segment frees in the recording: as the release inside a
 // request that found no room, as a MemPool's end, or as an empty_cache() (the rules and a
-// worked example: reading.ts's header). The loop asks only at entries marked in `marks`, so
-// the usual entry costs one array read.
+// worked example: Note [Releases inside a request] in reading.ts). The loop asks only at
+// entries marked in `marks`, so the usual entry costs one array read.
 import type { TraceEntry } from '../snapshot/types.js';
 import type { SimDriver } from './driver.js';
 import type { Recording } from './recording.js';

@@ -7,7 +7,7 @@
 // calls the addon), the cache releases and how each is met (releases.ts; the rules:
 // reading.ts), where the two sides first part (divergence.ts). This file is the loop.
 import { CudaOutOfMemoryError } from '../errors.js';
-import type { Snapshot } from '../snapshot/types.js';
+import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { segmentDelta } from '../analysis/timeline.js';
 import { checkOptions, checkString, deviceArg, functionArg, snapshotArg } from '../analysis/args.js';
 import { checkInteger } from '../validate.js';
@@ -101,11 +101,7 @@ function replayOn(driver: SimDriver, rec: Recording, settings: string, capacityB
   recorded.peakReserved = recorded.startReserved;
   const releases = new Releases(rec, driver);
   const { marks } = releases;
-  const caveats: string[] = [];
-  const n = (k: number, what: string) => `${k} ${what}${k === 1 ? '' : 's'}`;
-  if (start.report.sizedFromRequest > 0) caveats.push(`the start's rebuild sized ${n(start.report.sizedFromRequest, 'block')} from the request`);
-  if (start.report.allocated > 0) caveats.push(`${n(start.report.allocated, 'allocation')} of the start not placed where recorded`);
-  const divergence = new Divergence(recorded.startReserved, ours.startReserved, caveats);
+  const divergence = new Divergence(recorded.startReserved, ours.startReserved, caveatsOf(start.report));
   let recordedNow = recorded.startReserved;
   let ourNow = ours.startReserved;
   let atPeak = driver.peakState();
@@ -129,18 +125,7 @@ function replayOn(driver: SimDriver, rec: Recording, settings: string, capacityB
     }
     if (mark & FAIL) releases.inject(i);
     if (e.action === 'oom') {
-      // The request that failed there (its rounded size): does it fail here too? Either way
-      // the program went on, and so does the replay; a request that fits is given back.
-      ooms.recorded++;
-      try {
-        driver.allocAndFree(e.pool_id?.[1] ?? 0, e.size, e.stream);
-        driver.emptyCache();
-        if (ooms.notReproducedAt.length < 100) ooms.notReproducedAt.push(i);
-      } catch (err) {
-        if (!(err instanceof CudaOutOfMemoryError)) throw err;
-        ooms.reproduced++;
-      }
-      driver.settle();
+      retryOom(driver, e, i, ooms);
       ourNow = driver.reserved();
     }
     const slot = rec.slot[i]!;
@@ -186,4 +171,28 @@ function replayOn(driver: SimDriver, rec: Recording, settings: string, capacityB
     segmentEvents: compareSegmentEvents(lost ? [lost, ...trace] : trace, driver.segmentEvents()),
     recorded, oursAtPeak: atPeak, ours, firstDivergence: divergence.first, oom,
   };
+}
+
+/** Readings of the history that may have placed a block differently before, for the reason. */
+function caveatsOf(start: ReplayReport['start']): string[] {
+  const caveats: string[] = [];
+  const n = (k: number, what: string) => `${k} ${what}${k === 1 ? '' : 's'}`;
+  if (start.sizedFromRequest > 0) caveats.push(`the start's rebuild sized ${n(start.sizedFromRequest, 'block')} from the request`);
+  if (start.allocated > 0) caveats.push(`${n(start.allocated, 'allocation')} of the start not placed where recorded`);
+  return caveats;
+}
+
+/** The request that failed at a recorded OOM (its rounded size): does it fail here too? Either
+ *  way the program went on, and so does the replay; a request that fits is given back. */
+function retryOom(driver: SimDriver, e: TraceEntry, i: number, ooms: ReplayReport['ooms']): void {
+  ooms.recorded++;
+  try {
+    driver.allocAndFree(e.pool_id?.[1] ?? 0, e.size, e.stream);
+    driver.emptyCache();
+    if (ooms.notReproducedAt.length < 100) ooms.notReproducedAt.push(i);
+  } catch (err) {
+    if (!(err instanceof CudaOutOfMemoryError)) throw err;
+    ooms.reproduced++;
+  }
+  driver.settle();
 }

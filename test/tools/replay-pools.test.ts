@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { MemPool, Stream, analysis, cuda, loadSnapshot, memory, use_mem_pool, type DeviceBuffer } from '../../lib/index.js';
 import { inferPrivatePools } from '../../lib/replay/pools.js';
+import { readRecording } from '../../lib/replay/recording.js';
+import { replayRecording } from '../../lib/replay/replay.js';
 import type { Snapshot } from '../../lib/snapshot/types.js';
 import { MiB } from '../support/helpers.js';
 import { expectExact, recordAndReplay, rng, tryAlloc } from '../support/replay.js';
@@ -96,6 +98,24 @@ describe('replay reads private pools from a trace that names none', () => {
     expectExact(r);
     expect(r.report.poolAllocs).toBe(r.truth);
     expect(r.report.inferredPools!.pools).toBeGreaterThan(5);
+  });
+
+  it('what-if decides the reading\'s open runs under the recorded settings, then replays the rest on that reading', async () => {
+    const r = pooledHistory(7, stripPoolIds);  // exact, with five open runs read as pools' ends
+    expectExact(r);
+    const read = readRecording(r.snap, 0);
+    expect(read.inferred!.open.length).toBeGreaterThan(0);
+    const { rec } = replayRecording(read, {});
+    expect(rec.forced.some(([, end]) => end)).toBe(true);  // some open run was a pool's end
+    const w = await analysis.whatIf(r.snap, { workers: 2 });
+    const mine = w.rows.find((x) => x.recorded)!;
+    expect([mine.peakReserved, mine.endReserved, mine.deviceMallocs])
+      .toEqual([r.report.ours.peakReserved, r.report.ours.endReserved, r.report.ours.segmentGrowths]);
+    for (const settings of ['expandable_segments:True', 'max_split_size_mb:64']) {
+      const here = replayRecording(rec, { settings }, false).report;
+      const row = w.rows.find((x) => x.settings === settings)!;
+      expect([row.peakReserved, row.endReserved, row.deviceMallocs]).toEqual([here.ours.peakReserved, here.ours.endReserved, here.ours.segmentGrowths]);
+    }
   });
 
   it('a trace with its own pool ids is taken as written', () => {
