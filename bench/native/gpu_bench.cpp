@@ -11,6 +11,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "allocator/policy/caching_allocator.h"
@@ -29,7 +32,40 @@ double ns_per(std::size_t n, F&& f) {
 }
 }  // namespace
 
-int main() {
+// The pair's loop alone, kept out of line so callgrind can count inside it
+// (bench/backend-instructions.mjs: `--toggle-collect=*pair_loop*`).
+[[gnu::noinline]] void pair_loop(DeviceCachingAllocator& a, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) a.free(a.malloc(4096, 0));
+}
+
+// `pairs cuda|sim BLOCKS N`: N cached pairs over BLOCKS cached blocks on one backend, for an
+// instruction count (on the fake driver here: no GPU needed, no time printed).
+int pairs_only(const char* backend, std::size_t blocks, std::size_t n) {
+  const bool cuda = std::string(backend) == "cuda";
+  std::unique_ptr<CudaPlatform> platform;
+  std::unique_ptr<SimPlatform> sim;
+  if (cuda) {
+    CudaProbe probe = probe_cuda();
+    if (!probe.available) {
+      std::fprintf(stderr, "no CUDA driver: %s\n", probe.reason.c_str());
+      return 1;
+    }
+    platform = CudaPlatform::open();
+  } else {
+    sim = std::make_unique<SimPlatform>(SimOptions{1, std::size_t{64} << 30});
+  }
+  DeviceCachingAllocator a(cuda ? static_cast<Device&>(platform->cuda_device(0)) : sim->device(0), AllocatorConfig{});
+  bench::fill_cache(a, blocks);
+  pair_loop(a, 1000);  // warm
+  pair_loop(a, n);
+  a.empty_cache();
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 5 && std::string(argv[1]) == "pairs") {
+    return pairs_only(argv[2], std::strtoull(argv[3], nullptr, 10), std::strtoull(argv[4], nullptr, 10));
+  }
   CudaProbe probe = probe_cuda();
   if (!probe.available) {
     std::printf("gpu_bench skipped: %s\n", probe.reason.c_str());
