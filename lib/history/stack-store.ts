@@ -34,16 +34,22 @@ export function isShared(obj: object): boolean {
 // Node's own modules (node:internal/..., node:events): the frames under every callback and
 // module load, which tell a reader nothing about their code (PyTorch drops its own frames
 // the same way). Dropped when stacks are symbolized unless `keepNodeFrames` is set.
-const isNodeFrame = (s: NodeJS.CallSite): boolean => (s.getFileName() ?? '').startsWith('node:');
+const isNodeFile = (file: string): boolean => file.startsWith('node:');
 
-const toFrames = (_e: unknown, sites: NodeJS.CallSite[]): Frame[] =>
-  sites.map((s) => ({
-    filename: s.getFileName() ?? s.getScriptNameOrSourceURL() ?? '<unknown>',
-    line: s.getLineNumber() ?? 0,
-    name: s.getFunctionName() ?? (s.getMethodName() ? `${s.getTypeName() ?? ''}.${s.getMethodName()}` : '<anonymous>'),
-    column: s.getColumnNumber() ?? 0,
-  }));
-const toOwnFrames = (e: unknown, sites: NodeJS.CallSite[]): Frame[] => toFrames(e, sites.filter((s) => !isNodeFrame(s)));
+// The call sites themselves: reading only what identifies each frame (its file and position)
+// and interning as we go costs far less than formatting every frame of every capture.
+const callSites = (_e: unknown, sites: NodeJS.CallSite[]): NodeJS.CallSite[] => sites;
+
+const nameOf = (s: NodeJS.CallSite): string =>
+  s.getFunctionName() ?? (s.getMethodName() ? `${s.getTypeName() ?? ''}.${s.getMethodName()}` : '<anonymous>');
+
+/** A stack in the interning trie: the stacks that continue it, by their next frame's id. */
+interface StackNode {
+  next: Map<number, StackNode>;
+  frames: Frame[] | null;
+}
+
+const newNode = (): StackNode => ({ next: new Map(), frames: null });
 
 export class StackStore {
   /** Frames kept per stack. */
@@ -53,8 +59,14 @@ export class StackStore {
   #next = 1;
   #pending = new Map<number, Holder>();
   #resolved = new Map<number, Frame[]>();
-  #interned = new Map<string, Frame[]>();
+  // Interning: every distinct frame (file and position; its function is named the first time
+  // that position is seen, as a code address names one function) gets an id; a stack is a
+  // path of ids in a trie, whose end holds the stack's one frames array.
+  #frameIds = new Map<string, Map<number, number>>();
+  #frameList: Frame[] = [];
+  #root = newNode();
   #compactAt = 65536;
+  readonly #path: number[] = [];
 
   /** Captures the caller's stack above `above` (a function of ours); returns its id. */
   capture(above: Function): number {
@@ -79,23 +91,55 @@ export class StackStore {
     if (!holder) return EMPTY;
     this.#pending.delete(id);
     const saved = Error.prepareStackTrace;
-    Error.prepareStackTrace = this.keepNodeFrames ? toFrames : toOwnFrames;
-    let frames: Frame[];
+    Error.prepareStackTrace = callSites;
+    let sites: NodeJS.CallSite[];
     try {
-      frames = (holder.stack as Frame[] | undefined) ?? [];
+      sites = (holder.stack as NodeJS.CallSite[] | undefined) ?? [];
     } finally {
       Error.prepareStackTrace = saved;
     }
-    const key = frames.map((f) => `${f.filename}:${f.line}:${f.column}:${f.name}`).join('\n');
-    let interned = this.#interned.get(key);
-    if (!interned) {
-      interned = frames;
-      markShared(interned);
-      for (const f of interned) markShared(f);
-      this.#interned.set(key, interned);
+    const path = this.#path;
+    path.length = 0;
+    let node = this.#root;
+    for (const site of sites) {
+      const file = site.getFileName() ?? site.getScriptNameOrSourceURL() ?? '<unknown>';
+      if (!this.keepNodeFrames && isNodeFile(file)) continue;
+      const frame = this.#frameId(file, site);
+      path.push(frame);
+      let next = node.next.get(frame);
+      if (!next) {
+        next = newNode();
+        node.next.set(frame, next);
+      }
+      node = next;
     }
-    this.#resolved.set(id, interned);
-    return interned;
+    if (!node.frames) {
+      const frames = path.map((f) => this.#frameList[f]!);
+      markShared(frames);
+      node.frames = frames;
+    }
+    this.#resolved.set(id, node.frames);
+    return node.frames;
+  }
+
+  #frameId(file: string, site: NodeJS.CallSite): number {
+    const line = site.getLineNumber() ?? 0;
+    const column = site.getColumnNumber() ?? 0;
+    let byPosition = this.#frameIds.get(file);
+    if (!byPosition) {
+      byPosition = new Map();
+      this.#frameIds.set(file, byPosition);
+    }
+    // One number per position: exact while the column fits 24 bits and the line 28.
+    const position = column < 2 ** 24 && line < 2 ** 28 ? line * 2 ** 24 + column : -1;
+    let id = position >= 0 ? byPosition.get(position) : undefined;
+    if (id === undefined) {
+      const frame: Frame = { filename: file, line, name: nameOf(site), column };
+      markShared(frame);
+      id = this.#frameList.push(frame) - 1;
+      if (position >= 0) byPosition.set(position, id);
+    }
+    return id;
   }
 
   /** Drops every stack the native side no longer references. */
@@ -105,7 +149,11 @@ export class StackStore {
     for (const id of this.#resolved.keys()) if (!keep.has(id)) this.#resolved.delete(id);
     const live = this.#pending.size + this.#resolved.size;
     this.#compactAt = Math.max(65536, 2 * live);
-    if (this.#resolved.size === 0) this.#interned.clear();
+    if (this.#resolved.size === 0) {
+      this.#frameIds.clear();
+      this.#frameList = [];
+      this.#root = newNode();
+    }
   }
 
   /** Stacks held (captured but not dropped). */
