@@ -33,7 +33,7 @@ for (const entries of [100_000, 1_000_000]) {
   for (const context of ['none', 'alloc']) {
     for (const ext of ['pickle', 'json']) {
       const file = join(dir, `dump.${ext}`);
-      const out = execFileSync(process.execPath, ['--max-old-space-size=8192', new URL(import.meta.url).pathname, 'child', String(entries), file, context], { encoding: 'utf8' });
+      const out = execFileSync(process.execPath, [new URL(import.meta.url).pathname, 'child', String(entries), file, context], { encoding: 'utf8' });
       const r = JSON.parse(out.trim().split('\n').pop());
       console.log(`${String(r.entries).padEnd(11)} ${context.padEnd(7)} ${r.format.padEnd(8)} ${r.seconds.toFixed(2).padStart(7)}  ${(r.bytes / 2 ** 20).toFixed(1).padStart(12)}   ${(r.peakRss / 2 ** 20).toFixed(0).padStart(6)} (${(r.rssBefore / 2 ** 20).toFixed(0)})`);
       rmSync(file, { force: true });

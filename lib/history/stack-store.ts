@@ -95,6 +95,9 @@ export class StackStore {
     let sites: NodeJS.CallSite[];
     try {
       sites = (holder.stack as NodeJS.CallSite[] | undefined) ?? [];
+      // The holder (long lived, so in V8's old space) would keep the young call sites alive
+      // through the next scavenges, and each capture's sites would be promoted.
+      holder.stack = undefined;
     } finally {
       Error.prepareStackTrace = saved;
     }
