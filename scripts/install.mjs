@@ -2,7 +2,7 @@
 // 1. unless a source build is asked for (`npm install --build-from-source`, `npm rebuild`,
 //    or CCA_BUILD_FROM_SOURCE=1), use the binary node-gyp-build finds, if it loads here:
 //    build/Release first (a local build), then prebuilds/<platform>-<arch>/ (the package's
-//    prebuild, tagged napi and glibc/musl);
+//    prebuild, tagged glibc/musl);
 // 2. otherwise build from source with cmake-js, if cmake and a C++ compiler are there;
 // 3. otherwise stop with one message: this machine, what was looked for, the two fixes.
 // (node-gyp-build's own install command would fall back to `node-gyp rebuild`; this addon
@@ -12,7 +12,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { libcOf, platformLine } from './platform.mjs';
+import { PREBUILT, libcOf, platformLine } from './platform.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const require = createRequire(import.meta.url);
@@ -55,7 +55,7 @@ const cmake = has('cmake');
 const compiler = [env.CXX, 'c++', 'g++', 'clang++'].filter(Boolean).some((c) => has(c));
 if (!cmake || !compiler) {
   const missing = [!cmake && 'cmake (>= 3.15)', !compiler && 'a C++17 compiler (g++ or clang++)'].filter(Boolean).join(' and ');
-  const looked = `prebuilds/${process.platform}-${process.arch}/*.napi.${libcOf()}.node`;
+  const looked = `prebuilds/${process.platform}-${process.arch}/*.${libcOf()}.node`;
   const found = prebuilds.length === 0 ? 'none for this platform'
     : `${prebuilds.join(', ')}, which did not load here${loadError ? `: ${loadError}` : ''}`;
   console.error([
@@ -68,7 +68,7 @@ if (!cmake || !compiler) {
     'Fix it with one of:',
     '  1. install the build tools (Debian/Ubuntu: apt-get install cmake g++; Fedora: dnf install cmake gcc-c++;',
     '     macOS: xcode-select --install && brew install cmake), then run: npm rebuild cuda-caching-allocator',
-    '  2. use a platform with a prebuild: linux-x64 with glibc >= 2.34 (no GPU or CUDA toolkit needed)',
+    `  2. use a platform with a prebuild: ${PREBUILT.join(', ')}, with glibc >= 2.34 (no GPU or CUDA toolkit needed)`,
     '',
   ].join('\n'));
   process.exit(1);

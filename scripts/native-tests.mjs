@@ -5,7 +5,23 @@
 //                                               operation), a shorter random sequence
 //   node scripts/native-tests.mjs --tsan       ThreadSanitizer build in build-tsan/, running
 //                                               the tests whose name says "concurrent"
+//   node scripts/native-tests.mjs --arm64      cross-compiled for linux-arm64 in build-arm64-tests/
+//                                               (cmake/aarch64-linux-gnu.cmake), run under
+//                                               qemu-aarch64 with Debian's arm64 libraries
 import { execFileSync } from 'node:child_process';
+
+if (process.argv.includes('--arm64')) {
+  const dir = 'build-arm64-tests';
+  execFileSync('cmake', ['-S', '.', '-B', dir, '-DCCA_BUILD_TESTS=ON', '-DCMAKE_BUILD_TYPE=Release',
+    '-DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake'], { stdio: 'inherit' });
+  execFileSync('cmake', ['--build', dir, '-j', '2', '--target', 'cca_core_tests'], { stdio: 'inherit' });
+  // The same tests as on x64 (the conformance suites against the sim and the fake driver,
+  // the randomized sequences with a shorter run: emulation is ~10x slower).
+  execFileSync('qemu-aarch64', [`${dir}/cca_core_tests`], {
+    stdio: 'inherit', env: { ...process.env, QEMU_LD_PREFIX: '/usr/aarch64-linux-gnu', CCA_RANDOM_OPS: process.env.CCA_RANDOM_OPS ?? '20000' },
+  });
+  process.exit(0);
+}
 
 const sanitize = process.argv.includes('--sanitize');
 const tsan = process.argv.includes('--tsan');

@@ -21,3 +21,12 @@ export function platformLine() {
   return `${process.platform}-${process.arch}, ${libcOf()}${glibc ? ` ${glibc}` : ''}, Node ${process.versions.node} ` +
     `(Node-API ${process.versions.napi})`;
 }
+
+/** Architectures whose prebuild is cross-compiled on linux-x64, by Node's name: the GNU
+ *  triple of their toolchain (cmake/<triple>.cmake) and the Debian packages it comes from. */
+export const CROSS = {
+  arm64: { triple: 'aarch64-linux-gnu', packages: 'g++-aarch64-linux-gnu libc6-arm64-cross libstdc++6-arm64-cross' },
+};
+
+/** The platforms the package ships a prebuild for (scripts/prebuild.mjs makes them). */
+export const PREBUILT = ['linux-x64 (glibc)', 'linux-arm64 (glibc)'];

