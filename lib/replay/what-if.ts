@@ -103,6 +103,8 @@ export async function whatIf(snapshot: Snapshot | string, options?: WhatIfOption
   if (!Array.isArray(extra)) throw typeError('an array of settings strings', 'options.settings', extra);
   extra.forEach((v, i) => checkSettings(checkString(`options.settings[${i}]`, v)));
   const workersWanted = o.workers === undefined ? availableParallelism() : checkInteger('options.workers', o.workers, 1, 256);
+  const given = typeof snapshot === 'string' ? null : snapshotArg(snapshot);
+  const givenCapacity = o.capacityBytes === undefined ? undefined : checkInteger('options.capacityBytes', o.capacityBytes, 1, 2 ** 40);
   // The threads start first: each loads the addon and takes devices of its own while this
   // one reads the file.
   const threads = Array.from({ length: Math.max(1, Math.min(WHAT_IF_SETTINGS.length + 1 + extra.length, workersWanted)) },
@@ -113,15 +115,14 @@ export async function whatIf(snapshot: Snapshot | string, options?: WhatIfOption
   let all: string[];
   try {
     let snap: Snapshot;
-    if (typeof snapshot === 'string') {
+    if (given === null) {
       const { loadSnapshot } = await import('../snapshot/load.js');
-      snap = loadSnapshot(snapshot, { maxBytes });
+      snap = loadSnapshot(snapshot as string, { maxBytes });
     } else {
-      snap = snapshotArg(snapshot);
+      snap = given;
     }
     rec = readRecording(snap, device);
-    capacityBytes = o.capacityBytes === undefined ? rec.capacity ?? 256 * 2 ** 30
-      : checkInteger('options.capacityBytes', o.capacityBytes, 1, 2 ** 40);
+    capacityBytes = givenCapacity ?? rec.capacity ?? 256 * 2 ** 30;
     all = [...new Set([rec.settings, ...WHAT_IF_SETTINGS, ...extra])];
     if (rec.inferred && rec.inferred.open.length > 0) {
       const [first] = await threads[0]!.run({ recording: toTransfer(rec), capacityBytes, settings: [rec.settings], search: true });
