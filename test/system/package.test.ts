@@ -3,7 +3,8 @@
 // dependencies from npm's cache by a lockfile built from ours), and used there: an ESM
 // import, a CommonJS require, TypeScript under --strict --module nodenext, `npx cca
 // --version` and `npx cca demo`. Once on the prebuild with no compiler on PATH, once built
-// from source by `npm rebuild`, once as arm64 under qemu on the arm64 prebuild.
+// from source by `npm rebuild`, once installed and run as arm64 (npm and Node for arm64 under
+// qemu) on the arm64 prebuild.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -173,14 +174,20 @@ describe('the packed package in an empty project, offline', () => {
 
   // GH200/GB200 nodes run Linux on arm64: Node for arm64 from the registry, run by qemu-user
   // with Debian's arm64 libraries, loads the arm64 prebuild from the same installed project.
-  it.skipIf(!QEMU)('the linux-arm64 prebuild loads and runs the demo under qemu', () => {
+  it.skipIf(!QEMU)('installs on arm64 with no compiler on PATH, loads the arm64 prebuild and runs the demo, under qemu', () => {
     const dir = consumer('on-arm64');
-    const bare = bareBin();
-    npm(['ci', '--offline', '--no-audit', '--no-fund'], dir, bare);
-    const node = arm64Node();
-    const run = (args: string[]) => execFileSync(QEMU, [node, ...args], {
-      cwd: dir, env: { ...cleanEnv(bare), QEMU_LD_PREFIX: ARM64_SYSROOT }, encoding: 'utf8',
-    });
+    // A PATH whose `node` is Node for arm64 under qemu, beside sh: npm itself, and the
+    // install script it runs, run as arm64.
+    const bin = join(work, 'arm64-bin');
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(join(bin, 'node'), `#!/bin/sh\nexec ${QEMU} ${arm64Node()} "$@"\n`, { mode: 0o755 });
+    symlinkSync(execFileSync('sh', ['-c', 'command -v sh'], { encoding: 'utf8' }).trim(), join(bin, 'sh'));
+    const env = { ...cleanEnv(bin), QEMU_LD_PREFIX: ARM64_SYSROOT };
+    const node = join(bin, 'node');
+    const installed = execFileSync(node, [join(NPM_BIN, 'npm-cli.js'), 'ci', '--offline', '--no-audit', '--no-fund', '--foreground-scripts'],
+      { cwd: dir, env, encoding: 'utf8', stdio: 'pipe' });
+    expect(installed).toContain('cuda-caching-allocator: using prebuilds/linux-arm64/cuda-caching-allocator.glibc.node (no build needed)');
+    const run = (args: string[]) => execFileSync(node, args, { cwd: dir, env, encoding: 'utf8' });
     expect(run(['-p', 'process.arch']).trim()).toBe('arm64');
     expect(run(['-p', "require('node-gyp-build').resolve('node_modules/cuda-caching-allocator')"]).trim())
       .toMatch(/prebuilds\/linux-arm64\/cuda-caching-allocator\.glibc\.node$/);
