@@ -22,7 +22,11 @@ if (args[0] !== 'rebuild') fail(`only 'rebuild' is answered (prebuildify's call)
 const option = (name) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const arch = option('arch') ?? process.arch;
 const config = args.includes('--debug') ? 'Debug' : 'Release';
-const cmakeArgs = ['compile', '--directory', root, '--out', join(process.cwd(), `build-${arch}`)];
+// This machine's architecture builds in the project's own build/ (the development build, so
+// after `npm ci` or `npm run build` there is nothing left to compile; the addon is copied
+// out, never moved); another, in a folder of its own here.
+const out = arch === process.arch ? join(root, 'build') : join(process.cwd(), `build-${arch}`);
+const cmakeArgs = ['compile', '--directory', root, '--out', out];
 if (config === 'Debug') cmakeArgs.push('--debug');
 if (arch !== process.arch) {
   const triple = CROSS[arch]?.triple;
@@ -30,7 +34,7 @@ if (arch !== process.arch) {
   cmakeArgs.push(`--CDCMAKE_TOOLCHAIN_FILE=${join(root, 'cmake', `${triple}.cmake`)}`);
 }
 execFileSync(process.execPath, [join(root, 'node_modules', 'cmake-js', 'bin', 'cmake-js'), ...cmakeArgs], { stdio: 'inherit' });
-const built = join(process.cwd(), `build-${arch}`, config, 'cuda_caching_allocator.node');
+const built = join(out, config, 'cuda_caching_allocator.node');
 if (!existsSync(built)) fail(`cmake-js left no ${built}`);
 const dest = join(process.cwd(), 'build', config);
 mkdirSync(dest, { recursive: true });

@@ -5,9 +5,10 @@
 // builds with CMake, so it is given scripts/node-gyp-cmake.mjs as its node-gyp: it builds,
 // prebuildify names, strips (with the cross `strip` for another architecture) and places.
 // On linux-x64 it makes linux-x64 and, cross-compiled, linux-arm64 (GH200/GB200 nodes);
-// CCA_PREBUILD_ARCHS=x64 (a comma list) makes only those named. It builds in build-prebuild/,
-// so the development build in build/ is left alone. Run by `prepack`, so `npm pack` and
-// `npm publish` always carry fresh ones.
+// CCA_PREBUILD_ARCHS=x64 (a comma list) makes only those named. This machine's architecture
+// is built in the development build/ (after `npm ci` that compiles nothing) and copied out,
+// so build/ keeps its addon; another is built in build-prebuild/. Run by `prepack`, so
+// `npm pack` and `npm publish` always carry fresh ones.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
