@@ -168,15 +168,3 @@ export function poolTimeline(snapshot: Snapshot, device = 0): PoolTimeline {
     })),
   };
 }
-
-/** A pool's memory after event i (i = -1: when the history began): [allocated, reserved]. */
-export function poolMemoryAt(p: PoolSeries, i: number): [number, number] {
-  let lo = 0;
-  let hi = p.at.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (p.at[mid]! <= i) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo === 0 ? [p.allocatedAtStart, p.reservedAtStart] : [p.allocated[lo - 1]!, p.reserved[lo - 1]!];
-}

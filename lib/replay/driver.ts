@@ -134,10 +134,6 @@ export class SimDriver {
     this.free(scratch);
   }
 
-  live(slot: number): boolean {
-    return this.#ptr[slot]! >= 0;
-  }
-
   /** Frees the slot's allocation; false when it holds none. */
   free(slot: number): boolean {
     const p = this.#ptr[slot]!;

@@ -36,7 +36,7 @@ import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { configFromSettings } from '../allocator-options.js';
 import { humanBytes } from '../format.js';
 import { snapshotArg } from '../analysis/args.js';
-import { segmentDelta, timeline } from '../analysis/timeline.js';
+import { segmentDelta } from '../analysis/timeline.js';
 import { SMALL_SEGMENT } from './start.js';
 
 /** A segment free or unmap: memory given back. */
@@ -205,19 +205,14 @@ export function isReleaseOfAll(trace: readonly TraceEntry[], at: number, free: F
   return !releases(trace[at + order.length]);
 }
 
-/**
- * The recorded device's total memory, from its OOM entries: free bytes then plus reserved
- * then. `reserved` is the timeline's series, when the caller has it already.
- */
-export function recordedCapacity(s: Snapshot, device: number, reserved?: Float64Array): number | undefined {
-  const trace = s.device_traces[device] ?? [];
-  if (!trace.some((e) => e.action === 'oom' && typeof e.device_free === 'number')) return undefined;
-  reserved ??= timeline(s, device).reserved;
+/** The recorded device's total memory, from its OOM entries: free bytes then plus reserved
+ *  then (`reserved`: the reserved bytes after each entry). */
+export function recordedCapacity(trace: readonly TraceEntry[], reserved: Float64Array): number | undefined {
   let total = 0;
   trace.forEach((e, i) => {
     if (e.action === 'oom' && typeof e.device_free === 'number') total = Math.max(total, e.device_free + reserved[i]!);
   });
-  return Math.min(total, 2 ** 40);
+  return total > 0 ? Math.min(total, 2 ** 40) : undefined;
 }
 
 /** The segment events (alloc/free/map/unmap and their sizes) in order, ours against the

@@ -107,7 +107,7 @@ export function readRecording(s: Snapshot, device: number, forced: ReadonlyMap<n
   const first = firstAllocSegment(s, device, start, settings);
   return {
     device, trace, segments, allocatorSettings: s.allocator_settings, settings,
-    capacity: recordedCapacity(s, device, reserved), freeAt, reserved, reservedAtStart, initial, initialSlot,
+    capacity: recordedCapacity(trace, reserved), freeAt, reserved, reservedAtStart, initial, initialSlot,
     start, firstSegment: first ? start.segments.indexOf(first) : -1,
     slot, reuses, slots: n + initialSlot.size + 1, streams: [...streams].sort((a, b) => a - b), lastPoolAlloc,
     inferred: pools ? { pools: pools.pools, allocs: pools.allocs, open: pools.open } : null,

@@ -12,7 +12,7 @@ import { CudaOutOfMemoryError, MemPool, cuda, loadSnapshot, memory, use_mem_pool
 import { viewerData } from '../../lib/viewer/model.js';
 import { viewerHtml } from '../../lib/viewer/html.js';
 import { timeline } from '../../lib/analysis/timeline.js';
-import { poolMemoryAt, poolTimeline } from '../../lib/analysis/pool-timeline.js';
+import { poolTimeline, type PoolSeries } from '../../lib/analysis/pool-timeline.js';
 import type { Snapshot } from '../../lib/snapshot/types.js';
 import { KiB, MiB, freshSim } from '../support/helpers.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -78,6 +78,7 @@ type Viewer = {
   liveAt(dev: unknown, i: number, actions: string[]): Map<number, [number, number]>;
   segmentsAt(dev: unknown, i: number, actions: string[]): { address: number; total: number }[];
   search(dev: unknown, data: unknown, q: string, limit?: number): number[];
+  poolAt(p: PoolSeries, i: number): [number, number];
 };
 
 function pageLogic(): Viewer {
@@ -178,6 +179,7 @@ describe('viewer data and page logic', () => {
 
   it('the private-pool view: each pool\'s envelope and allocations, summing to the whole', () => {
     const { snap, kept, reservedInPool } = withPools();
+    const poolMemoryAt = pageLogic().poolAt;  // the page's reading of a pool's series
     const t = timeline(snap, 0);
     const pt = poolTimeline(snap, 0);
     expect(pt.pools.map((p) => p.id).sort((a, b) => a[1] - b[1])).toEqual([[0, kept.id[1]], [0, kept.id[1] + 1]]);
@@ -223,6 +225,7 @@ describe('viewer data and page logic', () => {
 
   it('reads pools from the final segments when trace entries carry no pool id, as PyTorch 2.11 writes them', () => {
     const { snap, kept } = withPools();
+    const poolMemoryAt = pageLogic().poolAt;
     const ours = poolTimeline(snap, 0);
     for (const e of snap.device_traces[0]!) delete e.pool_id;
     const read = poolTimeline(snap, 0);
