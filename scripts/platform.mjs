@@ -28,5 +28,6 @@ export const CROSS = {
   arm64: { triple: 'aarch64-linux-gnu', packages: 'g++-aarch64-linux-gnu libc6-arm64-cross libstdc++6-arm64-cross' },
 };
 
-/** The platforms the package ships a prebuild for (scripts/prebuild.mjs makes them). */
-export const PREBUILT = ['linux-x64 (glibc)', 'linux-arm64 (glibc)'];
+/** The platforms the package ships a prebuild for: scripts/prebuild.mjs makes linux-x64's
+ *  and, cross-compiled, one for each architecture above. */
+export const PREBUILT = ['x64', ...Object.keys(CROSS)].map((arch) => `linux-${arch} (glibc)`);

@@ -19,7 +19,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const staging = join(root, 'build-prebuild');
 const archs = process.env.CCA_PREBUILD_ARCHS
   ? process.env.CCA_PREBUILD_ARCHS.split(',').map((a) => a.trim()).filter(Boolean)
-  : process.platform === 'linux' && process.arch === 'x64' ? ['x64', 'arm64'] : [process.arch];
+  : process.platform === 'linux' && process.arch === 'x64' ? ['x64', ...Object.keys(CROSS)] : [process.arch];
 
 const has = (cmd) => {
   try {
