@@ -290,13 +290,15 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? `the viewer in Chromium (${CHROM
     return { page, errors, requests };
   }
 
-  const bluePixels = (id: string) => `(() => {
+  // Pixels of one colour on a canvas, counted in the page.
+  const pixels = (id: string, [r, g, b]: [number, number, number]) => `(() => {
     const c = document.getElementById('${id}');
     const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
     let n = 0;
-    for (let i = 0; i < d.length; i += 4) if (d[i] === 0x4c && d[i + 1] === 0x78 && d[i + 2] === 0xa8) n++;
+    for (let i = 0; i < d.length; i += 4) if (d[i] === ${r} && d[i + 1] === ${g} && d[i + 2] === ${b}) n++;
     return n;
   })()`;
+  const bluePixels = (id: string) => pixels(id, [0x4c, 0x78, 0xa8]);
 
   it('draws the timeline, shows the state at a clicked event, searches, offline', async () => {
     const snap = recorded();
@@ -337,13 +339,7 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? `the viewer in Chromium (${CHROM
     const file = join(dir, 'pools.html');
     writeFileSync(file, viewerHtml(snap, 'pools'));
     const { page, errors, requests } = await open(file);
-    const envelopePixels = `(() => {
-      const c = document.getElementById('timeline');
-      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-      let n = 0;
-      for (let i = 0; i < d.length; i += 4) if (d[i] === 0xc7 && d[i + 1] === 0xc7 && d[i + 2] === 0xc7) n++;
-      return n;
-    })()`;
+    const envelopePixels = pixels('timeline', [0xc7, 0xc7, 0xc7]);
     expect(await page.locator('#view').inputValue()).toBe('pools');
     expect(await page.evaluate(envelopePixels)).toBeGreaterThan(100);
     await page.fill('#search', `0x${snap.segments.find((g) => g.segment_pool_id[1] === kept.id[1])!.address.toString(16)}`);
