@@ -38,7 +38,7 @@ DeviceCachingAllocator::DeviceCachingAllocator(Device& device, const AllocatorCo
 
 // The device memory goes back first; the ledger then frees its block objects.
 DeviceCachingAllocator::~DeviceCachingAllocator() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   for (const auto& [handle, mapping] : mappings_) device_.ipc_close(mapping.base);  // other processes' memory
   ledger_.for_each_segment([this](const Segment& segment) {
     if (segment.expandable) {
@@ -86,7 +86,7 @@ CCA_HOT DevicePtr DeviceCachingAllocator::malloc_with(std::uint64_t size, Stream
     info.requested = size;
     throw OutOfMemoryError("CUDA out of memory. Tried to allocate more than 1EB memory.", info);
   }
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<FutexMutex> lock(mu_);
   check_stream(stream);
   process_events();
 
@@ -134,7 +134,7 @@ CCA_HOT bool DeviceCachingAllocator::get_free_block(AllocParams& p) {
   return p.block != nullptr;
 }
 
-bool DeviceCachingAllocator::trigger_free_memory_callbacks(std::unique_lock<std::mutex>& lock) {
+bool DeviceCachingAllocator::trigger_free_memory_callbacks(std::unique_lock<FutexMutex>& lock) {
   if (free_memory_callbacks_.empty()) return false;
   auto callbacks = free_memory_callbacks_;
   lock.unlock();
@@ -171,7 +171,7 @@ bool DeviceCachingAllocator::alloc_block(AllocParams& p, bool is_retry) {
   return true;
 }
 
-void DeviceCachingAllocator::throw_oom(const AllocParams& p, std::unique_lock<std::mutex>& lock) {
+void DeviceCachingAllocator::throw_oom(const AllocParams& p, std::unique_lock<FutexMutex>& lock) {
   std::size_t device_free = 0;
   std::size_t device_total = 0;
   device_.mem_get_info(&device_free, &device_total);
@@ -247,7 +247,7 @@ void DeviceCachingAllocator::throw_not_allocated(DevicePtr ptr) const {
 
 CCA_HOT void DeviceCachingAllocator::free(DevicePtr ptr, CallContext ctx) {
   if (ptr == 0) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   const Block* block = ledger_.find_allocated(ptr);
   if (block == nullptr) throw_not_allocated(ptr);
   free_block(block, ctx);
@@ -262,7 +262,7 @@ CCA_HOT void DeviceCachingAllocator::free_block(const Block* block, CallContext 
 }
 
 void DeviceCachingAllocator::record_stream(DevicePtr ptr, StreamId stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   const Block* block = ledger_.find_allocated(ptr);
   if (block == nullptr) {
     throw InvalidPointerError("record_stream: pointer " + hex(ptr) + " is not a live allocation on device " +
@@ -275,18 +275,18 @@ void DeviceCachingAllocator::record_stream(DevicePtr ptr, StreamId stream) {
 }
 
 std::string DeviceCachingAllocator::validate() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   return ledger_.validate(events_.pending());
 }
 
 void DeviceCachingAllocator::empty_cache() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   release_cached_blocks();
   check_after_operation();
 }
 
 void DeviceCachingAllocator::set_caching_enabled(bool enabled) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   if (enabled == caching_enabled_) return;
   if (!enabled) release_cached_blocks();
   caching_enabled_ = enabled;
@@ -294,7 +294,7 @@ void DeviceCachingAllocator::set_caching_enabled(bool enabled) {
 }
 
 bool DeviceCachingAllocator::caching_enabled() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   return caching_enabled_;
 }
 

@@ -24,6 +24,7 @@
 
 #include "../../device/device.h"
 #include "config.h"
+#include "../../common/futex_mutex.h"
 #include "../../common/debug.h"
 #include "../../common/errors.h"
 #include "../../common/owner_counters.h"
@@ -298,13 +299,13 @@ class DeviceCachingAllocator {
   // A request as malloc would make it (rounded, in `pool` or the default pools), for replay's
   // dry run (malloc_plan.cpp); the caller holds the lock and checked the stream.
   AllocParams request_for(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
-  bool trigger_free_memory_callbacks(std::unique_lock<std::mutex>& lock);
+  bool trigger_free_memory_callbacks(std::unique_lock<FutexMutex>& lock);
   bool alloc_block(AllocParams& p, bool is_retry);
   // A cached block of a use_on_oom MemPool for a request of the default pools (mem_pools.cpp).
   bool try_mempool_fallback(AllocParams& p);
   const Block* hand_out(const AllocParams& p, std::uint32_t owner);
   void free_block(const Block* block, CallContext ctx);
-  [[noreturn]] void throw_oom(const AllocParams& p, std::unique_lock<std::mutex>& lock);
+  [[noreturn]] void throw_oom(const AllocParams& p, std::unique_lock<FutexMutex>& lock);
   // --- releasing memory (release.cpp) ---
   struct AvailableRelease {
     std::vector<const Block*> blocks;  // in the order they are released
@@ -371,7 +372,7 @@ class DeviceCachingAllocator {
 
   Device& device_;
   CopyEngine* copies_;
-  mutable std::mutex mu_;
+  mutable FutexMutex mu_;
   Ledger ledger_;
   AllocatorConfig config_;
   bool caching_enabled_ = true;

@@ -7,7 +7,7 @@
 namespace cca {
 
 void DeviceCachingAllocator::free_owned(DevicePtr ptr, std::uint32_t owner, CallContext ctx, OwnerCounters& counters) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   const Block* block = ledger_.find_allocated(ptr);
   if (block == nullptr) throw_not_allocated(ptr);
   if (block->owner != owner) {
@@ -21,13 +21,13 @@ void DeviceCachingAllocator::free_owned(DevicePtr ptr, std::uint32_t owner, Call
 }
 
 OwnerCounters DeviceCachingAllocator::read_counters(const OwnerCounters& counters) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   return counters;
 }
 
 bool DeviceCachingAllocator::find_allocation(DevicePtr inside, DevicePtr* base, std::uint64_t* size,
                                              StreamId* stream) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   return find_allocation_locked(inside, base, size, stream);
 }
 
@@ -42,7 +42,7 @@ bool DeviceCachingAllocator::find_allocation_locked(DevicePtr inside, DevicePtr*
 }
 
 bool DeviceCachingAllocator::allocation_stack(DevicePtr inside, std::uint32_t* stack) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   const Block* found = allocated_block_holding(inside);
   if (found == nullptr) return false;
   *stack = found->alloc_stack;
@@ -50,7 +50,7 @@ bool DeviceCachingAllocator::allocation_stack(DevicePtr inside, std::uint32_t* s
 }
 
 void DeviceCachingAllocator::annotate(DevicePtr inside, CallContext ctx) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   const Block* found = allocated_block_holding(inside);
   if (found == nullptr) {
     throw InvalidPointerError("_annotate_memory: " + hex(inside) + " is not inside a live allocation on device " +
@@ -76,7 +76,7 @@ const Block* DeviceCachingAllocator::allocated_block_holding(DevicePtr inside) c
 }
 
 void DeviceCachingAllocator::adopt_stream(StreamId stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   auto it = adopted_.find(stream);
   if (it != adopted_.end()) {
     ++it->second;
@@ -101,7 +101,7 @@ void DeviceCachingAllocator::adopt_stream(StreamId stream) {
 }
 
 void DeviceCachingAllocator::release_stream(StreamId stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   auto it = adopted_.find(stream);
   if (it == adopted_.end()) {
     throw InvalidArgumentError("stream " + hex(stream) + " is not an adopted stream of device " +

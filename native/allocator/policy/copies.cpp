@@ -51,28 +51,28 @@ void DeviceCachingAllocator::finish_copy(Status s, StreamId stream, const char* 
 
 void DeviceCachingAllocator::copy_to_device(DevicePtr base, std::uint64_t offset, const void* src,
                                             std::uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   const StreamId stream = live_range(base, offset, bytes, "copy to device");
   if (bytes == 0) return;
   finish_copy(copy_engine("copy to device").memcpy_htod(base + offset, src, bytes, stream), stream, "copy to device");
 }
 
 void DeviceCachingAllocator::copy_to_host(void* dst, DevicePtr base, std::uint64_t offset, std::uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   const StreamId stream = live_range(base, offset, bytes, "copy to host");
   if (bytes == 0) return;
   finish_copy(copy_engine("copy to host").memcpy_dtoh(dst, base + offset, bytes, stream), stream, "copy to host");
 }
 
 void DeviceCachingAllocator::fill(DevicePtr base, std::uint64_t offset, unsigned char value, std::uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   const StreamId stream = live_range(base, offset, bytes, "fill");
   if (bytes == 0) return;
   finish_copy(copy_engine("fill").memset_d8(base + offset, value, bytes, stream), stream, "fill");
 }
 
 void DeviceCachingAllocator::require_live_stream(StreamId stream) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   check_stream(stream);
 }
 

@@ -9,7 +9,7 @@ namespace cca {
 
 void DeviceCachingAllocator::enqueue_on_buffers(StreamId stream, const BufferUse* uses, std::size_t count, bool record,
                                                 const char* what, EnqueueWork enqueue, void* context) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   check_stream(stream);
   // Every range is checked before any block is recorded: a bad one changes nothing.
   for (std::size_t i = 0; i < count; ++i) live_range(uses[i].base, uses[i].offset, uses[i].bytes, what);

@@ -10,7 +10,7 @@ void DeviceCachingAllocator::mem_get_info(std::size_t* free_bytes, std::size_t* 
 }
 
 std::size_t DeviceCachingAllocator::release_owner(std::uint32_t owner) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   if (trace_subscriber_ == owner && owner != 0) {  // its onTrace went with it
     trace_subscriber_ = 0;
     ledger_.set_trace_subscription(0, 0);
@@ -25,17 +25,17 @@ std::size_t DeviceCachingAllocator::release_owner(std::uint32_t owner) {
 }
 
 std::size_t DeviceCachingAllocator::live_allocation_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   return ledger_.allocated_count();
 }
 
 void DeviceCachingAllocator::add_free_memory_callback(std::function<bool()> callback) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   free_memory_callbacks_.push_back(std::move(callback));
 }
 
 void DeviceCachingAllocator::add_oom_observer(std::function<void(const OutOfMemoryInfo&)> observer) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   oom_observers_.push_back(std::move(observer));
 }
 

@@ -10,7 +10,7 @@
 namespace cca {
 
 DeviceCachingAllocator::IpcExport DeviceCachingAllocator::export_ipc(DevicePtr ptr) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   const Block* block = ledger_.find_allocated(ptr);
   if (block == nullptr || block->state != BlockState::kAllocated) {
     throw InvalidPointerError("ipcHandle: " + hex(ptr) + " is not a live allocation on device " +
@@ -36,7 +36,7 @@ DeviceCachingAllocator::IpcExport DeviceCachingAllocator::export_ipc(DevicePtr p
 }
 
 DevicePtr DeviceCachingAllocator::open_ipc(const unsigned char* handle, std::uint64_t offset, std::uint64_t size) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   const std::string key(reinterpret_cast<const char*>(handle), Device::kIpcHandleBytes);
   auto m = mappings_.find(key);
   if (m == mappings_.end()) {
@@ -63,7 +63,7 @@ DevicePtr DeviceCachingAllocator::open_ipc(const unsigned char* handle, std::uin
 }
 
 void DeviceCachingAllocator::close_ipc(DevicePtr ptr) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   auto it = imported_.find(ptr);
   if (it == imported_.end()) {
     throw InvalidPointerError("close: " + hex(ptr) + " is not memory of another process open on device " +

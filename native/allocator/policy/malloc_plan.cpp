@@ -19,7 +19,7 @@ DeviceCachingAllocator::AllocParams DeviceCachingAllocator::request_for(std::uin
 DeviceCachingAllocator::MallocPlan DeviceCachingAllocator::plan_malloc(std::uint64_t size, StreamId stream,
                                                                       std::uint32_t pool) const {
   MallocPlan plan;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   check_stream(stream);
   plan.limited = fraction_set_;
   if (size == 0 || size >= kOneExaByte) return plan;

@@ -34,14 +34,14 @@ const PrivatePool* DeviceCachingAllocator::routed_pool() const {
 }
 
 std::uint32_t DeviceCachingAllocator::create_pool(bool no_split) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   const std::uint32_t id = g_next_pool_id.fetch_add(1);
   ledger_.pool_created(id, no_split);
   return id;
 }
 
 void DeviceCachingAllocator::set_use_on_oom(std::uint32_t pool, bool use) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   if (private_pool(pool).use_count <= 0) throw unknown_pool(pool, device_.index());
   auto it = std::find(use_on_oom_pools_.begin(), use_on_oom_pools_.end(), pool);
   if (use && it == use_on_oom_pools_.end()) use_on_oom_pools_.push_back(pool);
@@ -66,14 +66,14 @@ bool DeviceCachingAllocator::try_mempool_fallback(AllocParams& p) {
 }
 
 void DeviceCachingAllocator::begin_allocate_to_pool(std::uint32_t pool) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   if (private_pool(pool).use_count <= 0) throw unknown_pool(pool, device_.index());
   ledger_.pool_use_changed(pool, +1);
   routes_.emplace_back(std::this_thread::get_id(), pool);
 }
 
 void DeviceCachingAllocator::end_allocate_to_pool(std::uint32_t pool) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   const std::thread::id self = std::this_thread::get_id();
   for (auto it = routes_.rbegin(); it != routes_.rend(); ++it) {
     if (it->first == self && it->second == pool) {
@@ -88,7 +88,7 @@ void DeviceCachingAllocator::end_allocate_to_pool(std::uint32_t pool) {
 }
 
 void DeviceCachingAllocator::release_pool(std::uint32_t pool) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   if (private_pool(pool).use_count <= 0) throw unknown_pool(pool, device_.index());
   // As PyTorch's MemPool destructor: a released pool is no fallback any more.
   use_on_oom_pools_.erase(std::remove(use_on_oom_pools_.begin(), use_on_oom_pools_.end(), pool), use_on_oom_pools_.end());
@@ -98,12 +98,12 @@ void DeviceCachingAllocator::release_pool(std::uint32_t pool) {
 }
 
 int DeviceCachingAllocator::pool_use_count(std::uint32_t pool) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   return private_pool(pool).use_count;
 }
 
 bool DeviceCachingAllocator::pool_exists(std::uint32_t pool) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   return ledger_.private_pool(pool) != nullptr;
 }
 

@@ -35,7 +35,7 @@ std::vector<DevicePtr> DeviceCachingAllocator::place_segment(std::size_t size, S
                                                              bool small, const std::vector<PlacedBlock>& live,
                                                              std::uint32_t owner) {
   check_layout(size, small, live);
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<FutexMutex> lock(mu_);
   check_stream(stream);
   if (config_.expandable_segments) {
     throw InvalidArgumentError("place_segment: segments are not placed with expandable_segments on",
@@ -87,7 +87,7 @@ std::vector<DevicePtr> DeviceCachingAllocator::place_segment(std::size_t size, S
 }
 
 void DeviceCachingAllocator::unplace_segment(DevicePtr base) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   const Block* only = nullptr;
   ledger_.for_each_segment([&](const Segment& s) {
     if (s.ptr == base && !s.expandable && s.head->state == BlockState::kFree && !s.head->is_split()) only = s.head;

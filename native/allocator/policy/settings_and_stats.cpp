@@ -17,43 +17,43 @@ void DeviceCachingAllocator::set_memory_fraction(double fraction) {
   std::size_t total_bytes = 0;
   Status s = device_.mem_get_info(&free_bytes, &total_bytes);
   if (s != Status::kOk) throw device_error(device_, "cudaMemGetInfo", s);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   fraction_ = fraction;
   fraction_set_ = true;
   allowed_memory_maximum_ = static_cast<std::size_t>(fraction * static_cast<double>(total_bytes));
 }
 
 double DeviceCachingAllocator::memory_fraction() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   return fraction_;
 }
 
 void DeviceCachingAllocator::set_config(const AllocatorConfig& config) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<FutexMutex> lock(mu_);
     config_ = config;
   }
   if (config.per_process_memory_fraction_set) set_memory_fraction(config.per_process_memory_fraction);
 }
 
 std::size_t DeviceCachingAllocator::max_split_size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   return config_.max_split_size;
 }
 
 AllocatorConfig DeviceCachingAllocator::config() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   return config_;
 }
 
 
 void DeviceCachingAllocator::set_history(const HistoryOptions& options) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   ledger_.set_history(options);
 }
 
 void DeviceCachingAllocator::set_trace_subscription(std::uint32_t mask, std::size_t capacity, std::uint32_t owner) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   if (trace_subscriber_ != 0 && trace_subscriber_ != owner) {
     if (mask == 0) return;  // not this owner's to stop
     throw InvalidArgumentError("live trace events of device " + std::to_string(device_.index()) +
@@ -65,48 +65,48 @@ void DeviceCachingAllocator::set_trace_subscription(std::uint32_t mask, std::siz
 }
 
 void DeviceCachingAllocator::drain_traces(std::vector<TraceEntry>& out, std::uint64_t& dropped) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   ledger_.drain_traces(out, dropped);
 }
 
 std::size_t DeviceCachingAllocator::history_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   return ledger_.ring().capacity_bytes();
 }
 
 std::uint64_t DeviceCachingAllocator::next_history_seq() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   return ledger_.next_seq();
 }
 
 
 DeviceStats DeviceCachingAllocator::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   return ledger_.stats().view();
 }
 
 std::vector<PoolReserved> DeviceCachingAllocator::pool_reserved_stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   return ledger_.pool_reserved();
 }
 
 std::vector<TagStat> DeviceCachingAllocator::tag_stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   return ledger_.tag_counters().read();
 }
 
 void DeviceCachingAllocator::reset_peak_stats() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   ledger_.reset_peak_stats();
 }
 
 void DeviceCachingAllocator::reset_accumulated_stats() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   ledger_.reset_accumulated_stats();
 }
 
 DeviceCachingAllocator::MonitorSample DeviceCachingAllocator::monitor_sample() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   MonitorSample m;
   m.stats = ledger_.stats().view();
   m.largest_free_small = ledger_.default_pool(true).largest_free();

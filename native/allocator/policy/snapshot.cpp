@@ -7,7 +7,7 @@
 namespace cca {
 
 DeviceSnapshot DeviceCachingAllocator::snapshot(std::uint32_t pool_filter, bool include_traces) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   DeviceSnapshot snap;
   snap.device = device_.index();
   snap.segments.reserve(ledger_.segment_count());
@@ -74,7 +74,7 @@ DeviceSnapshot DeviceCachingAllocator::snapshot(std::uint32_t pool_filter, bool 
 }
 
 std::vector<std::uint32_t> DeviceCachingAllocator::referenced_stacks() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   std::vector<std::uint32_t> ids;
   ledger_.for_each_segment([&ids](const Segment& segment) {
     if (segment.stack) ids.push_back(segment.stack);

@@ -6,7 +6,7 @@
 namespace cca {
 
 StreamId DeviceCachingAllocator::create_stream() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   StreamId id = 0;
   Status s = device_.stream_create(&id);
   if (s != Status::kOk) throw device_error(device_, "cudaStreamCreate", s);
@@ -15,7 +15,7 @@ StreamId DeviceCachingAllocator::create_stream() {
 }
 
 void DeviceCachingAllocator::destroy_stream(StreamId stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   if (stream == 0) throw InvalidArgumentError("the default stream cannot be destroyed", "ERR_CCA_INVALID_STREAM");
   check_stream(stream);
   if (adopted_.count(stream) != 0) {
@@ -38,7 +38,7 @@ void DeviceCachingAllocator::forget_stream_locked(StreamId stream, bool destroy)
 }
 
 void DeviceCachingAllocator::synchronize_stream(StreamId stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   check_stream(stream);
   Status s = device_.stream_synchronize(stream);
   if (s != Status::kOk) throw device_error(device_, "cudaStreamSynchronize", s);
@@ -46,7 +46,7 @@ void DeviceCachingAllocator::synchronize_stream(StreamId stream) {
 }
 
 bool DeviceCachingAllocator::query_stream(StreamId stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   check_stream(stream);
   Status s = device_.stream_query(stream);
   if (s == Status::kNotReady) return false;
@@ -55,7 +55,7 @@ bool DeviceCachingAllocator::query_stream(StreamId stream) {
 }
 
 void DeviceCachingAllocator::synchronize() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   Status s = device_.device_synchronize();
   if (s != Status::kOk) throw device_error(device_, "cudaDeviceSynchronize", s);
   process_events();

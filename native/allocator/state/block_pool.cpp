@@ -27,6 +27,14 @@ std::size_t BlockPool::size() const {
   return n;
 }
 
+std::string BlockPool::check_bins() const {
+  for (const auto& entry : streams_) {
+    std::string broken = entry.second->check();
+    if (!broken.empty()) return broken;
+  }
+  return "";
+}
+
 std::size_t BlockPool::largest_free() const {
   std::size_t best = 0;
   for (const auto& entry : streams_) best = std::max(best, entry.second->largest_size());

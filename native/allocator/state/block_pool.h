@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <set>
 #include <utility>
 #include <vector>
@@ -103,6 +104,8 @@ class BlockPool {
     for (const Block* b : unmapped_) f(b);
   }
   std::size_t size() const;
+  // "" when each stream's size bins are well formed (SizeBins::check), else what is broken.
+  std::string check_bins() const;
   // Drops the (empty) bins of streams that hold no free block here and are not in `live`:
   // a destroyed stream's bins would otherwise stay allocated for good.
   template <class IsLive>

@@ -18,34 +18,43 @@ std::size_t SizeBins::first_nonempty_bin(std::size_t bin) const {
 CCA_HOT void SizeBins::insert(Block* block) {
   const std::size_t bin = bin_of(block->size);
   Heap& heap = bins_[bin];
+  ++count_;
   if (heap.empty()) {
     words_[bin / 64] |= std::uint64_t{1} << (bin % 64);
     summary_ |= std::uint64_t{1} << (bin / 64);
+  } else if (heap[0].block == nullptr) {
+    // The root is vacant: the block fills it if it is no higher than the children, else it
+    // goes in at the root and sinks (the two subtrees are heaps).
+    place(heap, 0, HeapEntry{block->ptr, block});
+    const bool lowest = heap[1].ptr >= block->ptr && (heap.size() < 3 || heap[2].ptr >= block->ptr);
+    if (!lowest) sift_down(heap, 0);
+    return;
   }
   heap.push_back(HeapEntry{block->ptr, block});
   sift_up(heap, heap.size() - 1);
-  ++count_;
 }
 
 CCA_HOT void SizeBins::erase(Block* block) {
   const std::size_t bin = bin_of(block->size);
   Heap& heap = bins_[bin];
   const std::size_t i = block->bin_slot;
+  --count_;
+  if (i == 0 && heap.size() > 1) {
+    heap[0] = HeapEntry{0, nullptr};  // vacant: see the header
+    return;
+  }
   const HeapEntry last = heap.back();
   heap.pop_back();
-  --count_;
   if (i < heap.size()) {
     place(heap, i, last);
+    // A vacant root's ptr is 0, so nothing rises into it.
     if (i > 0 && heap[(i - 1) / 2].ptr > last.ptr) {
       sift_up(heap, i);
     } else {
       sift_down(heap, i);
     }
   }
-  if (heap.empty()) {
-    words_[bin / 64] &= ~(std::uint64_t{1} << (bin % 64));
-    if (words_[bin / 64] == 0) summary_ &= ~(std::uint64_t{1} << (bin / 64));
-  }
+  if (heap.empty() || (heap.size() == 1 && heap[0].block == nullptr)) clear_bin(bin);
 }
 
 bool SizeBins::contains(const Block* block) const {
@@ -60,18 +69,49 @@ Block* SizeBins::next_after(const Block* block) const {
   const std::size_t bin = bin_of(block->size);
   const HeapEntry* best = nullptr;
   for (const HeapEntry& e : bins_[bin]) {
-    if (e.ptr > block->ptr && (best == nullptr || e.ptr < best->ptr)) best = &e;
+    if (e.block != nullptr && e.ptr > block->ptr && (best == nullptr || e.ptr < best->ptr)) best = &e;
   }
   if (best != nullptr) return best->block;
   const std::size_t next = first_nonempty_bin(bin + 1);
-  return next == kNumBins ? nullptr : bins_[next][0].block;
+  return next == kNumBins ? nullptr : lowest(bins_[next]);
+}
+
+std::string SizeBins::check() const {
+  // Only the marked bins are read (the validator runs after every step of the randomized
+  // tests); a heap left unmarked shows as a count that does not add up.
+  std::size_t blocks = 0;
+  for (std::size_t w = 0; w < words_.size(); ++w) {
+    if (((summary_ >> w) & 1) != (words_[w] != 0 ? 1u : 0u)) return "the size bins' summary word is stale";
+    for (std::uint64_t bits = words_[w]; bits != 0; bits &= bits - 1) {
+      const std::size_t bin = w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
+      const Heap& heap = bins_[bin];
+      const std::string where = "size bin " + std::to_string(bin);
+      if (heap.empty()) return where + " is marked but empty";
+      for (std::size_t i = 0; i < heap.size(); ++i) {
+        const HeapEntry& e = heap[i];
+        if (e.block == nullptr) {
+          if (i != 0 || heap.size() < 2 || e.ptr != 0) return where + " has a vacant entry off the root or alone";
+          continue;
+        }
+        ++blocks;
+        if (e.block->bin_slot != i || e.block->ptr != e.ptr || bin_of(e.block->size) != bin) {
+          return where + " entry " + std::to_string(i) + " disagrees with its block";
+        }
+        if (i > 0 && heap[(i - 1) / 2].ptr > e.ptr) return where + " is not a heap by address";
+      }
+    }
+  }
+  if (blocks != count_) return "size bins count " + std::to_string(count_) + " blocks but their marked bins hold " + std::to_string(blocks);
+  return "";
 }
 
 void SizeBins::collect(std::vector<Block*>& out) const {
   for (std::uint64_t s = summary_; s != 0; s &= s - 1) {
     const std::size_t w = static_cast<std::size_t>(__builtin_ctzll(s));
     for (std::uint64_t bits = words_[w]; bits != 0; bits &= bits - 1) {
-      for (const HeapEntry& e : bins_[w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))]) out.push_back(e.block);
+      for (const HeapEntry& e : bins_[w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))]) {
+        if (e.block != nullptr) out.push_back(e.block);
+      }
     }
   }
 }

@@ -96,7 +96,6 @@ void StatDelta::add_segment(const Segment& s, int sign) {
 }
 
 CCA_HOT void StatDelta::apply_to(StatCounters& stats) const {
-  // Every kind, touched or not: straight-line code beats skipping the zeros.
   if (pool_ >= 0) {
     for (int k = 0; k < kNumStatKinds; ++k) stats.apply(k, pool_, d_[k]);
   }

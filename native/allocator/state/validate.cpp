@@ -1,7 +1,8 @@
 // The invariant validator. A predicate: it returns the first broken clause, or "".
 //  1. Blocks tile their segment: contiguous, linked both ways, same stream and pool.
 //  2. No two adjacent free blocks are left unmerged.
-//  3. Every free block is in exactly its pool's free set, and the sets hold nothing else.
+//  3. Every free block is in exactly its pool's free set, and the sets hold nothing else;
+//     each size bin is a heap by address.
 //  4. Allocated blocks are exactly those in the pointer map; pending ones wait on events.
 //  5. Stats equal the sums over blocks and segments; allocated <= active <= reserved; each
 //     MemPool's reserved bytes are its segments' (mapped) bytes.
@@ -90,10 +91,13 @@ std::string Ledger::validate(std::size_t queued_events) const {
   }
   std::size_t in_sets = 0;
   std::size_t in_unmapped_sets = 0;
+  std::string bins_broken;
   for_each_pool([&](const BlockPool& pool) {
     in_sets += pool.size();
     in_unmapped_sets += pool.unmapped_count();
+    if (bins_broken.empty()) bins_broken = pool.check_bins();
   });
+  if (!bins_broken.empty()) return bins_broken;
   for (const auto& [id, pool] : pools_) {
     std::size_t segments = 0;
     std::int64_t reserved[3] = {0, 0, 0};
