@@ -8,6 +8,7 @@ import { capture } from '../history/record.js';
 import { annotations } from '../history/annotations.js';
 import { tuple } from './tuple.js';
 import { LazyList } from './lazy-list.js';
+import type { JsonBytes } from './json-bytes.js';
 import './layout.js';
 import { Blk, Seg, Trc } from './records.generated.js';
 import type { Block, BlockState, Segment, Snapshot, TraceAction, TraceEntry } from './types.js';
@@ -88,6 +89,70 @@ export function decodeTraces(t: Float64Array, start = 0, end = t.length / Trc.wi
   return out;
 }
 
+// The same entries as JSON bytes, straight from the records: what JSON.stringify writes for
+// each decodeTraces() object, key for key, comma-separated, without making the objects (a
+// JSON dump of a million entries spent most of its time building and then stringifying
+// them). Each distinct stack's frames and each tag are encoded once, in `encoded`;
+// test/api/snapshot-json.test.ts holds the two forms equal byte for byte.
+export interface EncodedText {
+  frames: Map<number, Uint8Array>;
+  tags: Map<number, Uint8Array>;
+}
+
+// The keys and punctuation between an entry's values, encoded once.
+const ascii = (s: string): Uint8Array => Buffer.from(s, 'latin1');
+const J = {
+  size: ascii(',"size":'),
+  stream: ascii(',"stream":'),
+  time: ascii(',"time_us":'),
+  metadata: ascii(',"compile_context":"N/A","user_metadata":'),
+  noTag: ascii('""'),
+  pool: ascii(',"pool_id":[0,'),
+  seq: ascii('],"seq":'),
+  frames: ascii(',"frames":'),
+  end: ascii('}'),
+  comma: ascii(','),
+};
+let actionHeads: Uint8Array[] | undefined;  // by action index: '{"action":"alloc","addr":'
+
+export function writeTraceEntriesJson(t: Float64Array, start: number, end: number, encoded: EncodedText, out: JsonBytes): void {
+  actions ??= native.traceActionNames() as TraceAction[];
+  actionHeads ??= actions.map((a) => ascii(`{"action":${JSON.stringify(a)},${a === 'oom' ? '"device_free"' : '"addr"'}:`));
+  const withFrames = capture.level >= 2;
+  for (let i = start * Trc.width, k = start; k < end; i += Trc.width, k++) {
+    const tag = t[i + Trc.tag]!;
+    const stack = t[i + Trc.stack]!;
+    if (k !== start) out.bytes(J.comma);
+    out.bytes(actionHeads[t[i + Trc.action]!]!);
+    out.number(t[i + Trc.addr]!);
+    out.bytes(J.size);
+    out.number(t[i + Trc.size]!);
+    out.bytes(J.stream);
+    out.number(t[i + Trc.stream]!);
+    out.bytes(J.time);
+    out.number(t[i + Trc.time_us]!);
+    out.bytes(J.metadata);
+    if (tag) {
+      let text = encoded.tags.get(tag);
+      if (text === undefined) encoded.tags.set(tag, (text = Buffer.from(JSON.stringify(tags.name(tag)), 'utf8')));
+      out.bytes(text);
+    } else {
+      out.bytes(J.noTag);
+    }
+    out.bytes(J.pool);
+    out.number(t[i + Trc.pool]!);
+    out.bytes(J.seq);
+    out.number(t[i + Trc.seq]!);
+    if (withFrames || stack) {
+      out.bytes(J.frames);
+      let frames = encoded.frames.get(stack);
+      if (frames === undefined) encoded.frames.set(stack, (frames = Buffer.from(JSON.stringify(stacks.frames(stack)), 'utf8')));
+      out.bytes(frames);
+    }
+    out.bytes(J.end);
+  }
+}
+
 export interface SnapshotOptions {
   /** @internal Traces as lazy lists decoded chunk by chunk (dumps). */
   lazyTraces?: boolean;
@@ -127,7 +192,9 @@ export function fullSnapshot(options: SnapshotOptions = {}): Snapshot {
     if (!t) {
       device_traces.push([]);
     } else if (options.lazyTraces) {
-      device_traces.push(new LazyList(t.length / Trc.width, (a, b) => decodeTraces(t, a, b)) as unknown as TraceEntry[]);
+      const encoded: EncodedText = { frames: new Map(), tags: new Map() };
+      device_traces.push(new LazyList(t.length / Trc.width, (a, b) => decodeTraces(t, a, b),
+        (a, b, out) => writeTraceEntriesJson(t, a, b, encoded, out)) as unknown as TraceEntry[]);
     } else {
       device_traces.push(decodeTraces(t));
     }
