@@ -3,6 +3,10 @@
 // part, and the JS side builds exactly the objects it needs.
 #include "history_functions.h"
 
+#include <algorithm>
+#include <memory>
+#include <optional>
+
 #include "../common/clock.h"
 #include "export.h"
 #include "args.h"
@@ -12,6 +16,52 @@
 namespace cca::binding {
 
 namespace {
+
+// The snapshot's trace entries written as Float64 records straight into one malloc'd block,
+// under the allocator's lock; JS then reads that block as an external ArrayBuffer (copied
+// only where the runtime allows no external buffers).
+class RecordSink : public TraceSink {
+ public:
+  explicit RecordSink(const TickConverter& conv) : conv_(conv) {}
+  void reserve(std::size_t n) override {
+    count_ = n;
+    if (n != 0) data_.reset(new double[n * kTraceFields]);
+    at_ = data_.get();
+  }
+  void add(const TraceEntry& e) override { at_ = write_record(e, conv_, at_); }
+  std::size_t count() const { return count_; }
+
+  Napi::Float64Array to_js(Napi::Env env) {
+    const std::size_t length = count_ * kTraceFields;
+    if (length == 0) return Napi::Float64Array::New(env, 0);
+    double* data = data_.get();
+    napi_value buffer;
+    const napi_status status = napi_create_external_arraybuffer(
+        env, data, length * sizeof(double), [](napi_env, void* p, void*) { delete[] static_cast<double*>(p); }, nullptr,
+        &buffer);
+    if (status == napi_ok) {
+      data_.release();  // V8 owns it now and frees it through the finalizer
+      return Napi::Float64Array::New(env, length, Napi::ArrayBuffer(env, buffer), 0);
+    }
+    // No external buffers here (a sandboxed V8): copy instead.
+    bool pending = false;
+    napi_is_exception_pending(env, &pending);
+    if (pending) {
+      napi_value e;
+      napi_get_and_clear_last_exception(env, &e);
+    }
+    Napi::Float64Array copy = Napi::Float64Array::New(env, length);
+    std::copy(data, data + length, copy.Data());
+    data_.reset();
+    return copy;
+  }
+
+ private:
+  const TickConverter& conv_;
+  std::unique_ptr<double[]> data_;
+  double* at_ = nullptr;
+  std::size_t count_ = 0;
+};
 
 
 // setHistory(enabled, context, maxEntries, skipMask, clearHistory): every device, as in PyTorch.
@@ -41,7 +91,11 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
   const std::uint32_t pool = to_id(number_arg(info, 1, "poolFilter"), "poolFilter");
   if (info.Length() < 3 || !info[2].IsBoolean()) throw InvalidArgumentError("Expected a boolean for includeTraces", "ERR_INVALID_ARG_TYPE");
   const bool include_traces = info[2].As<Napi::Boolean>().Value();
-  DeviceSnapshot snap = runtime(info).allocator(device).snapshot(pool, include_traces);
+  // Only with traces is the clock converter needed: the fast path never builds it.
+  std::optional<TickConverter> conv;
+  std::optional<RecordSink> records;
+  if (include_traces) records.emplace(conv.emplace(process_clock().converter()));
+  DeviceSnapshot snap = runtime(info).allocator(device).snapshot(pool, records ? &*records : nullptr);
 
   Napi::Float64Array segs = Napi::Float64Array::New(env, snap.segments.size() * kSegmentFields);
   double* s = segs.Data();
@@ -55,14 +109,7 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
   out.Set("blocks", blocks);
   out.Set("traceMaxEntries", static_cast<double>(snap.trace_max_entries));
   out.Set("traceOverflowed", snap.trace_overflowed);
-  if (snap.traces_included) {
-    // Only here is the clock converter needed: the fast path never builds it.
-    const TickConverter conv = process_clock().converter();
-    Napi::Float64Array traces = Napi::Float64Array::New(env, snap.traces.size() * kTraceFields);
-    double* t = traces.Data();
-    for (const TraceEntry& e : snap.traces) t = write_record(e, conv, t);
-    out.Set("traces", traces);
-  }
+  if (records) out.Set("traces", records->to_js(env));
   return out;
 }
 

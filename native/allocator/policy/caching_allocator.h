@@ -239,6 +239,9 @@ class DeviceCachingAllocator {
   // only on the number of segments and blocks. Appends a `snapshot` trace entry.
   // pool_filter: only that private pool's segments (0: every segment).
   DeviceSnapshot snapshot(std::uint32_t pool_filter, bool include_traces);
+  // The same, with the history's entries given to `traces` (none read when it is nullptr)
+  // instead of copied into DeviceSnapshot::traces.
+  DeviceSnapshot snapshot(std::uint32_t pool_filter, TraceSink* traces);
   // --- MemPools (private pools) ---
   // Creates a private pool; returns its id n (the MemPool id is (0, n)). use_count 1. With
   // no_split its blocks are never split (a request takes a whole cached block or segment).

@@ -6,7 +6,29 @@
 
 namespace cca {
 
+namespace {
+
+class VectorSink : public TraceSink {
+ public:
+  explicit VectorSink(std::vector<TraceEntry>& out) : out_(out) {}
+  void reserve(std::size_t n) override { out_.reserve(n); }
+  void add(const TraceEntry& e) override { out_.push_back(e); }
+
+ private:
+  std::vector<TraceEntry>& out_;
+};
+
+}  // namespace
+
 DeviceSnapshot DeviceCachingAllocator::snapshot(std::uint32_t pool_filter, bool include_traces) {
+  std::vector<TraceEntry> traces;
+  VectorSink sink(traces);
+  DeviceSnapshot snap = snapshot(pool_filter, include_traces ? &sink : nullptr);
+  snap.traces = std::move(traces);
+  return snap;
+}
+
+DeviceSnapshot DeviceCachingAllocator::snapshot(std::uint32_t pool_filter, TraceSink* traces) {
   std::lock_guard<FutexMutex> lock(mu_);
   DeviceSnapshot snap;
   snap.device = device_.index();
@@ -65,10 +87,10 @@ DeviceSnapshot DeviceCachingAllocator::snapshot(std::uint32_t pool_filter, bool 
   const TraceRing& ring = ledger_.ring();
   snap.trace_max_entries = ledger_.history().enabled ? ring.max_entries() : 0;
   snap.trace_overflowed = ring.overflowed();
-  if (include_traces) {
+  if (traces != nullptr) {
     snap.traces_included = true;
-    snap.traces.reserve(ring.size());
-    ring.for_each([&](const TraceEntry& e) { snap.traces.push_back(e); });
+    traces->reserve(ring.size());
+    ring.for_each([traces](const TraceEntry& e) { traces->add(e); });
   }
   return snap;
 }

@@ -35,6 +35,17 @@ struct SnapshotSegment {
   std::size_t block_count = 0;
 };
 
+// Where a snapshot puts the history ring's entries, read under the same lock as the segments:
+// reserve(n) with the entry count, then each entry oldest first. The binding keeps them as
+// Float64 records written straight into the buffer JS reads, so a million entries are not
+// also held as a vector of TraceEntry meanwhile (64 MB at the peak of a dump).
+class TraceSink {
+ public:
+  virtual ~TraceSink() = default;
+  virtual void reserve(std::size_t n) = 0;
+  virtual void add(const TraceEntry& e) = 0;
+};
+
 struct DeviceSnapshot {
   int device = 0;
   std::vector<SnapshotSegment> segments;  // by address
