@@ -20,10 +20,16 @@
 //      is that pool's; if one released is known default or one survivor known private, it
 //      was the default pools', and every survivor is private. (A survivor known private
 //      tells nothing: other pools live through both.) Read again until nothing changes;
-//      then the latest run still open is taken as an empty_cache() and the rest read again
+//      then the latest run still open is given its likelier reading and the rest read again
 //      (latest first: a default segment that survived an earlier pool's end is then seen
-//      released by it). replay.ts tries the other reading of each open run against the
-//      recording itself.
+//      released by it). Likelier: a pool's end when the entry just before the run freed
+//      memory inside one of the segments it releases (a MemPool ends when its last user lets
+//      go, so its last tensor's free comes right before its segments go), else an
+//      empty_cache(), which releases whatever is free whenever it was freed. On the first 40
+//      generated mixes stripped of their pool ids (test/tools/replay-pools.test.ts) this
+//      prior took the exact replays from 30 to 35: open runs read as empty_cache() by
+//      default were pools' ends more often than not. replay.ts tries the other reading of
+//      each open run against the recording itself.
 //   5. A request that made a segment while a wholly free segment on its stream would have
 //      served it (a small request and a free 2 MiB segment, or a large one that fits) was
 //      not in that segment's pool: if one of the two is known default, the other is private.
@@ -77,8 +83,8 @@ export interface InferredPools {
   pools: number;
   allocs: number;
   /** Runs the releases could not decide (by first entry, in order, with the entry after
-   *  each): read as an empty_cache() unless `forced` says a pool's end. */
-  open: { at: number; end: number }[];
+   *  each) and the reading each was given: its likelier one (3 in the header), or `forced`'s. */
+  open: { at: number; end: number; poolEnd: boolean }[];
 }
 
 const isPrivate = (id: number[] | undefined): boolean => Array.isArray(id) && (id[0] !== 0 || id[1] !== 0);
@@ -199,6 +205,12 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
     return true;
   };
   const poolEnds: Instance[][] = [];
+  // Whether the entry just before the run freed memory inside a segment the run releases.
+  const followsOwnFree = (r: Release): boolean => {
+    const before = trace[r.at - 1];
+    if (before?.action !== release || before.addr === undefined) return false;
+    return r.released.some((g) => before.addr! >= g.address && before.addr! < g.address + g.size);
+  };
   const decided = new Set<Release>();
   const openRuns: Release[] = [];
   const decide = (r: Release, poolEnd: boolean): boolean => {
@@ -213,10 +225,12 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
     }
     return changed;
   };
+  const reading = new Map<Release, boolean>();  // each open run's reading: a pool's end?
   for (const r of releases) {
     const f = forced.get(r.at);
     if (f === undefined || r.certain) continue;
     openRuns.push(r);
+    reading.set(r, f);
     decide(r, f);
   }
   for (;;) {
@@ -233,11 +247,12 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
         if (b.known === 'default') changed = mark(a, 'private') || changed;
       }
     }
-    // The latest run still open is read as an empty_cache(), and the rest read again.
+    // The latest run still open gets its likelier reading (3 above), and the rest are read again.
     const next = [...releases].reverse().find((r) => !decided.has(r) && r.released.length > 0);
     if (!next) break;
     openRuns.push(next);
-    decide(next, false);
+    reading.set(next, followsOwnFree(next));
+    decide(next, reading.get(next)!);
   }
 
   // 4: pools. Union-find over private segments; a group that is a known pool (its final id,
@@ -291,5 +306,5 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
     return { ...e, pool_id: [0, id] };
   });
   return allocs === 0 && !out.some((e, i) => e !== trace[i]) ? null
-    : { trace: out, pools: roots.size, allocs, open: openRuns.sort((a, b) => a.at - b.at).map((r) => ({ at: r.at, end: r.end })) };
+    : { trace: out, pools: roots.size, allocs, open: openRuns.sort((a, b) => a.at - b.at).map((r) => ({ at: r.at, end: r.end, poolEnd: reading.get(r)! })) };
 }

@@ -34,9 +34,9 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
 
 /**
  * Replays a recording read once. A file whose trace names no pool (PyTorch's) has its private
- * pools read from its releases (pools.ts), a run the releases leave open read as an
- * empty_cache() first; where the replay then parts from the recording, each open run in turn
- * is read as a pool's end instead, kept if the replay then agrees for longer (`search`).
+ * pools read from its releases (pools.ts), a run the releases leave open given its likelier
+ * reading first; where the replay then parts from the recording, each open run in turn is
+ * given the other reading, kept if the replay then agrees for longer (`search`).
  * Returns the report and the reading it was made on.
  */
 export function replayRecording(rec: Recording, options: ReplayOptions, search = true): { report: ReplayReport; rec: Recording } {
@@ -45,14 +45,15 @@ export function replayRecording(rec: Recording, options: ReplayOptions, search =
   const forced = new Map(rec.forced);
   for (const run of rec.inferred.open.slice(0, MAX_READINGS)) {
     if (agreement(best.report) === Infinity) break;
-    forced.set(run.at, true);
+    forced.set(run.at, !run.poolEnd);
     const tried = readRecording(sourceOf(rec), rec.device, forced);
     const report = replayOnce(tried, options);
     // On a tie the pool's end is kept: nothing recorded so far tells the readings apart, and
     // it lets the next run be read on top of it (30 of 40 stripped mixes exact, against 29
-    // keeping strict gains only).
-    if (agreement(report) >= agreement(best.report)) best = { report, rec: tried };
-    else forced.set(run.at, false);
+    // keeping strict gains only, when every open run started as an empty_cache()).
+    const gain = agreement(report) - agreement(best.report);
+    if (gain > 0 || (gain === 0 && !run.poolEnd)) best = { report, rec: tried };
+    else forced.set(run.at, run.poolEnd);
   }
   return best;
 }
