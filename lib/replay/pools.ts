@@ -12,7 +12,9 @@
 //   1. A segment of the final snapshot carries its pool: private or default, for certain.
 //   2. An out-of-memory entry follows a release of the default pools (the run of segment
 //      frees just before it, if any). A segment that was wholly free then and survived it is
-//      a private pool's.
+//      a private pool's. But when the entry before that run freed memory inside one of its
+//      segments, the run may be a pool that ended just before the OOM (whose own release
+//      then freed nothing): it is left open (3), and only the survivors are certain.
 //   3. Any other run of segment frees is an empty_cache() (the default pools) or a pool's
 //      end (MemPool destroyed: only its own segments go). With `released` the run's segments
 //      and `survivors` those wholly free that stayed: if one released is known private or
@@ -27,9 +29,9 @@
 //      go, so its last tensor's free comes right before its segments go), else an
 //      empty_cache(), which releases whatever is free whenever it was freed. On the first 40
 //      generated mixes stripped of their pool ids (test/tools/replay-pools.test.ts) this
-//      prior took the exact replays from 30 to 35: open runs read as empty_cache() by
-//      default were pools' ends more often than not. replay.ts tries the other reading of
-//      each open run against the recording itself.
+//      prior, with 2's exception below, took the exact replays from 30 to 37 (29 to 34 on
+//      the next 40): open runs read as empty_cache() by default were pools' ends more often
+//      than not. replay.ts tries the other reading of each open run against the recording.
 //   5. A request that made a segment while a wholly free segment on its stream would have
 //      served it (a small request and a free 2 MiB segment, or a large one that fits) was
 //      not in that segment's pool: if one of the two is known default, the other is private.
@@ -138,10 +140,22 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
   let run: Instance[] | null = null;
   let runAt = -1;
   const freeNow = (except: Instance[]) => [...open.values()].filter((g) => g.live === 0 && !except.includes(g));
+  // Whether the entry before `at` freed memory inside one of `segments` (3 below).
+  const freedInside = (at: number, segments: Instance[]): boolean => {
+    const before = trace[at - 1];
+    if (before?.action !== release || before.addr === undefined) return false;
+    return segments.some((g) => before.addr! >= g.address && before.addr! < g.address + g.size);
+  };
   for (let i = 0; i < trace.length; i++) {
     const e = trace[i]!;
     if (run && (segmentDelta(e) >= 0 || startsCacheRelease(trace, i, inOrder))) {
-      releases.push({ at: runAt, end: i, released: run, survivors: freeNow(run), certain: e.action === 'oom' });
+      if (e.action === 'oom' && freedInside(runAt, run)) {
+        // Maybe a pool's end just before the OOM (2 in the header): the run is left open.
+        releases.push({ at: runAt, end: i, released: run, survivors: freeNow(run), certain: false });
+        releases.push({ at: i, end: i + 1, released: [], survivors: freeNow(run), certain: true });
+      } else {
+        releases.push({ at: runAt, end: i, released: run, survivors: freeNow(run), certain: e.action === 'oom' });
+      }
       run = null;
     } else if (e.action === 'oom') {
       releases.push({ at: i, end: i + 1, released: [], survivors: freeNow([]), certain: true });
@@ -205,12 +219,7 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
     return true;
   };
   const poolEnds: Instance[][] = [];
-  // Whether the entry just before the run freed memory inside a segment the run releases.
-  const followsOwnFree = (r: Release): boolean => {
-    const before = trace[r.at - 1];
-    if (before?.action !== release || before.addr === undefined) return false;
-    return r.released.some((g) => before.addr! >= g.address && before.addr! < g.address + g.size);
-  };
+
   const decided = new Set<Release>();
   const openRuns: Release[] = [];
   const decide = (r: Release, poolEnd: boolean): boolean => {
@@ -251,7 +260,7 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
     const next = [...releases].reverse().find((r) => !decided.has(r) && r.released.length > 0);
     if (!next) break;
     openRuns.push(next);
-    reading.set(next, followsOwnFree(next));
+    reading.set(next, freedInside(next.at, next.released));
     decide(next, reading.get(next)!);
   }
 

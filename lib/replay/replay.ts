@@ -58,8 +58,9 @@ export function replayRecording(rec: Recording, options: ReplayOptions, search =
   return best;
 }
 
-/** Open runs tried both ways, at most: each try is a whole replay. */
-const MAX_READINGS = 16;
+/** Open runs tried both ways, at most: each try is a whole replay (16 lost stripped seed 11,
+ *  whose run to flip was its 17th). */
+const MAX_READINGS = 32;
 
 /** How far a replay agreed with the recording: the entry where it stopped out of memory,
  *  reserved memory first parted, or a recorded OOM did not happen; segment events that
