@@ -7,6 +7,7 @@
 #include "segment.h"
 #include "stats.h"
 #include "trace_ring.h"
+#include "block_pool.h"
 
 namespace cca {
 
@@ -52,5 +53,41 @@ class StateChange {
   int count_ = 0;
   TraceEntry entries_[2];
 };
+
+// StatDelta's per-block record, here rather than in stats.cpp so each transition inlines it:
+// a transition that just set a block's state then records it with that state known, and the
+// compiler drops the other cases.
+inline void StatDelta::set_pool(const BlockPool* pool) {
+  const int p = pool->is_small ? kSmallPool : kLargePool;
+  CCA_ASSERT(pool_ == -1 || pool_ == p);  // one transition touches the blocks of one pool
+  pool_ = p;
+}
+
+inline void StatDelta::add_block(const Block& b, int sign) {
+  set_pool(b.pool);
+  const auto size = static_cast<std::int64_t>(b.size);
+  const bool expandable = b.expandable;
+  // An expandable segment reserves only what is mapped: each mapped block counts its bytes
+  // (and PyTorch counts no `segment` for it).
+  if (expandable && b.mapped) add(kReservedBytes, sign * size);
+  switch (b.state) {
+    case BlockState::kAllocated:
+      add(kAllocation, sign);
+      add(kAllocatedBytes, sign * size);
+      if (b.counted_oversize) oversize_allocations_ += sign;
+      [[fallthrough]];
+    case BlockState::kPendingFree:
+      add(kActive, sign);
+      add(kActiveBytes, sign * size);
+      add(kRequestedBytes, sign * static_cast<std::int64_t>(b.requested_size));
+      break;
+    case BlockState::kFree:
+      if (b.is_split() && !expandable) {
+        add(kInactiveSplit, sign);
+        add(kInactiveSplitBytes, sign * size);
+      }
+      break;
+  }
+}
 
 }  // namespace cca

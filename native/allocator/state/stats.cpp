@@ -7,6 +7,7 @@
 #include "block_pool.h"
 #include "../../common/debug.h"
 #include "segment.h"
+#include "state_change.h"
 
 namespace cca {
 
@@ -52,39 +53,6 @@ void StatCounters::reset_accumulated() {
   oversize_segments.allocated = oversize_segments.freed = 0;
   num_alloc_retries = num_ooms = num_sync_all_streams = 0;
   num_device_alloc = num_device_free = num_oom_rejections = 0;
-}
-
-void StatDelta::set_pool(const BlockPool* pool) {
-  const int p = pool->is_small ? kSmallPool : kLargePool;
-  CCA_ASSERT(pool_ == -1 || pool_ == p);  // one transition touches the blocks of one pool
-  pool_ = p;
-}
-
-CCA_HOT void StatDelta::add_block(const Block& b, int sign) {
-  set_pool(b.pool);
-  const auto size = static_cast<std::int64_t>(b.size);
-  const bool expandable = b.expandable;
-  // An expandable segment reserves only what is mapped: each mapped block counts its bytes
-  // (and PyTorch counts no `segment` for it).
-  if (expandable && b.mapped) add(kReservedBytes, sign * size);
-  switch (b.state) {
-    case BlockState::kAllocated:
-      add(kAllocation, sign);
-      add(kAllocatedBytes, sign * size);
-      if (b.counted_oversize) oversize_allocations_ += sign;
-      [[fallthrough]];
-    case BlockState::kPendingFree:
-      add(kActive, sign);
-      add(kActiveBytes, sign * size);
-      add(kRequestedBytes, sign * static_cast<std::int64_t>(b.requested_size));
-      break;
-    case BlockState::kFree:
-      if (b.is_split() && !expandable) {
-        add(kInactiveSplit, sign);
-        add(kInactiveSplitBytes, sign * size);
-      }
-      break;
-  }
 }
 
 void StatDelta::add_segment(const Segment& s, int sign) {
