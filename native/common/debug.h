@@ -27,6 +27,16 @@
 #define CCA_ASSERT(cond) ((void)0)
 #endif
 
+// An invariant the optimizer may rely on: checked like CCA_ASSERT in debug builds, told to
+// the compiler in release ones (where it lets a transition fold away the cases of a state it
+// knows). Only for what the validator also proves.
+#if CCA_DEBUG >= 1
+#define CCA_ASSUME(cond) CCA_ASSERT(cond)
+#else
+#define CCA_ASSUME(cond) \
+  do { if (!(cond)) __builtin_unreachable(); } while (0)
+#endif
+
 #if CCA_DEBUG >= 3
 #define CCA_VALIDATE_EVERY_OPERATION 1
 #else

@@ -27,6 +27,7 @@ CCA_HOT const Block* Ledger::hand_out(const Block* handed, bool in_free_set, con
   CCA_ASSERT(block->state == BlockState::kFree && block->mapped);
   if (in_free_set) block->pool->erase(block);
   StateChange change(tracing());
+  CCA_ASSUME(block->state == BlockState::kFree && block->mapped);
   change.before(*block);
   Block* result = block;
   if (h.split) {
@@ -76,6 +77,7 @@ CCA_HOT void Ledger::free_requested(const Block* freed, int events, CallContext 
   // With context "all" a free carries the stack of the free site, else the allocation's.
   const std::uint32_t stack = trace_stack(history_.context == RecordContext::kAll ? ctx.stack : block->alloc_stack);
   StateChange change(tracing());
+  CCA_ASSUME(block->state == BlockState::kAllocated);
   change.before(*block);
   change.trace(TraceAction::kFreeRequested, block->ptr, block->requested_size, block->stream, stack, block->tag,
                block->pool->pool_id);

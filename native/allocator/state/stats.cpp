@@ -63,14 +63,6 @@ void StatDelta::add_segment(const Segment& s, int sign) {
   if (s.counted_oversize) oversize_segments_ += sign;
 }
 
-CCA_HOT void StatDelta::apply_to(StatCounters& stats) const {
-  if (pool_ >= 0) {
-    for (int k = 0; k < kNumStatKinds; ++k) stats.apply(k, pool_, d_[k]);
-  }
-  if (oversize_allocations_ != 0) stats.oversize_allocations.apply(oversize_allocations_);
-  if (oversize_segments_ != 0) stats.oversize_segments.apply(oversize_segments_);
-}
-
 namespace {
 
 const char* const kKindNames[kNumStatKinds] = {

@@ -132,7 +132,15 @@ class StatDelta {
  public:
   void add_block(const Block& b, int sign);
   void add_segment(const Segment& s, int sign);
-  void apply_to(StatCounters& stats) const;
+  // Inline, so in a transition that knows which kinds it moved (its blocks' states just
+  // set) the untouched kinds and the signs fold away.
+  void apply_to(StatCounters& stats) const {
+    if (pool_ >= 0) {
+      for (int k = 0; k < kNumStatKinds; ++k) stats.apply(k, pool_, d_[k]);
+    }
+    if (oversize_allocations_ != 0) stats.oversize_allocations.apply(oversize_allocations_);
+    if (oversize_segments_ != 0) stats.oversize_segments.apply(oversize_segments_);
+  }
   // What the change did to reserved_bytes, and in which StatPool, for a MemPool's own figures.
   std::int64_t reserved_change() const { return d_[kReservedBytes]; }
   int stat_pool() const { return pool_; }
