@@ -53,6 +53,21 @@ describe('JSON trace entries written from the records', () => {
     });
   }
 
+  it('writes every integer below 2^53 as JSON.stringify does, and other numbers through it', () => {
+    const values = [0, 1, 9, 10, 99, 100, 2 ** 31 - 1, 2 ** 31, 139_638_469_558_272, 1_764_000_000_000_009,
+      2 ** 49 + 9, 2 ** 50 - 1, 5_629_499_534_213_119, 9_007_199_254_740_989, 2 ** 53 - 1, 2 ** 53, 2 ** 60, -1, -0, 0.5,
+      1e21, Number.NaN, Number.POSITIVE_INFINITY];
+    for (let k = 0; k < 2000; k++) values.push(Math.floor(Math.random() * 2 ** 53), Math.floor(Math.random() * 2 ** 40) * 10 + 9);
+    const sink = new MemorySink();
+    const out = new JsonBytes(sink);
+    values.forEach((v, i) => {
+      if (i) out.ascii(',');
+      out.number(v);
+    });
+    out.flush();
+    expect(sink.bytes().toString('latin1')).toBe(values.map((v) => JSON.stringify(v)).join(','));
+  });
+
   it('a JSON dump parses to the snapshot the object form gives', () => {
     freshSim({ capacityBytes: 256 * MiB });
     memory._record_memory_history({ enabled: 'all', context: 'all' });
