@@ -34,13 +34,14 @@ double ns_per(std::size_t n, F&& f) {
 
 // The pair's loop alone, kept out of line so callgrind can count inside it
 // (bench/backend-instructions.mjs: `--toggle-collect=*pair_loop*`).
-[[gnu::noinline]] void pair_loop(DeviceCachingAllocator& a, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) a.free(a.malloc(4096, 0));
+[[gnu::noinline]] void pair_loop(DeviceCachingAllocator& a, std::size_t n, StreamId stream = 0) {
+  for (std::size_t i = 0; i < n; ++i) a.free(a.malloc(4096, stream));
 }
 
-// `pairs cuda|sim BLOCKS N`: N cached pairs over BLOCKS cached blocks on one backend, for an
-// instruction count (on the fake driver here: no GPU needed, no time printed).
-int pairs_only(const char* backend, std::size_t blocks, std::size_t n) {
+// `pairs cuda|sim BLOCKS N [stream]`: N cached pairs over BLOCKS cached blocks on one backend,
+// for an instruction count (on the fake driver here: no GPU needed, no time printed); with
+// `stream`, on a stream the allocator created, as the first table's pairs are.
+int pairs_only(const char* backend, std::size_t blocks, std::size_t n, bool on_stream) {
   const bool cuda = std::string(backend) == "cuda";
   std::unique_ptr<CudaPlatform> platform;
   std::unique_ptr<SimPlatform> sim;
@@ -56,15 +57,17 @@ int pairs_only(const char* backend, std::size_t blocks, std::size_t n) {
   }
   DeviceCachingAllocator a(cuda ? static_cast<Device&>(platform->cuda_device(0)) : sim->device(0), AllocatorConfig{});
   bench::fill_cache(a, blocks);
-  pair_loop(a, 1000);  // warm
-  pair_loop(a, n);
+  const StreamId stream = on_stream ? a.create_stream() : 0;
+  pair_loop(a, 1000, stream);  // warm
+  pair_loop(a, n, stream);
   a.empty_cache();
   return 0;
 }
 
 int main(int argc, char** argv) {
-  if (argc == 5 && std::string(argv[1]) == "pairs") {
-    return pairs_only(argv[2], std::strtoull(argv[3], nullptr, 10), std::strtoull(argv[4], nullptr, 10));
+  if ((argc == 5 || argc == 6) && std::string(argv[1]) == "pairs") {
+    return pairs_only(argv[2], std::strtoull(argv[3], nullptr, 10), std::strtoull(argv[4], nullptr, 10),
+                      argc == 6 && std::string(argv[5]) == "stream");
   }
   CudaProbe probe = probe_cuda();
   if (!probe.available) {
