@@ -10,7 +10,6 @@ import { checkBoolean, checkFraction, checkOptions, checkString, typeError } fro
 import { fullSnapshot, segmentsOf, type SnapshotOptions } from './snapshot/build.js';
 import { formatFor, writeSnapshotFile, type WriteResult } from './snapshot/dump.js';
 import { recordMemoryHistory, type HistoryEnabled, type RecordHistoryOptions } from './history/record.js';
-import { stacks } from './history/stack-store.js';
 import type { Segment, Snapshot } from './snapshot/types.js';
 import { markChecked } from './snapshot/check.js';
 
@@ -291,7 +290,6 @@ export async function _dump_snapshot(filename = 'dump_snapshot.pickle', options?
   if (o.format !== undefined && o.format !== 'pickle' && o.format !== 'json') throw typeError("'pickle' or 'json'", 'options.format', o.format);
   // Trace entries are decoded chunk by chunk as they are written: memory stays bounded by
   // the native records, not by a million JS objects.
-  stacks.resolvePending();
   const snap = fullSnapshot({ lazyTraces: true });
   return writeSnapshotFile(snap, filename, o.format ?? formatFor(filename));
 }

@@ -125,17 +125,6 @@ export class StackStore {
     return node.frames;
   }
 
-  /**
-   * Symbolizes every capture not yet symbolized. A dump calls it before it copies the
-   * trace records: done in one pass ahead, the captures' call-site records become garbage
-   * before the dump's own allocations start, and V8 collected them during the dump in every
-   * run measured, where symbolizing entry by entry as they were written left the collection
-   * to chance (peak RSS 397 or 590 MiB for a million entries, bench/RESULTS.md).
-   */
-  resolvePending(): void {
-    for (const id of [...this.#pending.keys()]) this.frames(id);
-  }
-
   #frameId(file: string, site: NodeJS.CallSite): number {
     const line = site.getLineNumber() ?? 0;
     const column = site.getColumnNumber() ?? 0;
