@@ -219,7 +219,6 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
     return true;
   };
   const poolEnds: Instance[][] = [];
-
   const decided = new Set<Release>();
   const openRuns: Release[] = [];
   const decide = (r: Release, poolEnd: boolean): boolean => {
@@ -259,9 +258,10 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
     // The latest run still open gets its likelier reading (3 above), and the rest are read again.
     const next = [...releases].reverse().find((r) => !decided.has(r) && r.released.length > 0);
     if (!next) break;
+    const poolEnd = freedInside(next.at, next.released);
     openRuns.push(next);
-    reading.set(next, freedInside(next.at, next.released));
-    decide(next, reading.get(next)!);
+    reading.set(next, poolEnd);
+    decide(next, poolEnd);
   }
 
   // 4: pools. Union-find over private segments; a group that is a known pool (its final id,

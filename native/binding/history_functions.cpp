@@ -29,7 +29,6 @@ class RecordSink : public TraceSink {
     at_ = data_.get();
   }
   void add(const TraceEntry& e) override { at_ = write_record(e, conv_, at_); }
-  std::size_t count() const { return count_; }
 
   Napi::Float64Array to_js(Napi::Env env) {
     const std::size_t length = count_ * kTraceFields;

@@ -27,6 +27,8 @@ CCA_HOT const Block* Ledger::hand_out(const Block* handed, bool in_free_set, con
   CCA_ASSERT(block->state == BlockState::kFree && block->mapped);
   if (in_free_set) block->pool->erase(block);
   StateChange change(tracing());
+  // Asserted above; said again here because the erase call in between makes the compiler
+  // forget it, and recording the block with its state known drops the other cases.
   CCA_ASSUME(block->state == BlockState::kFree && block->mapped);
   change.before(*block);
   Block* result = block;

@@ -132,8 +132,8 @@ class StatDelta {
  public:
   void add_block(const Block& b, int sign);
   void add_segment(const Segment& s, int sign);
-  // Inline, so in a transition that knows which kinds it moved (its blocks' states just
-  // set) the untouched kinds and the signs fold away.
+  // Inline, so where a transition knows its blocks' states (just set, or CCA_ASSUME) the
+  // compiler can drop the kinds they cannot move.
   void apply_to(StatCounters& stats) const {
     if (pool_ >= 0) {
       for (int k = 0; k < kNumStatKinds; ++k) stats.apply(k, pool_, d_[k]);
