@@ -11,6 +11,7 @@ import { decodeTraces, fullSnapshot, writeTraceEntriesJson, type EncodedText } f
 import { JsonBytes } from '../../lib/snapshot/json-bytes.js';
 import { MemorySink } from '../../lib/snapshot/sink.js';
 import { MiB, freshSim } from '../support/helpers.js';
+import { rng } from '../support/replay.js';
 import { tempDir } from '../support/temp-dir.js';
 
 afterEach(() => memory._record_memory_history(null));
@@ -57,7 +58,9 @@ describe('JSON trace entries written from the records', () => {
     const values = [0, 1, 9, 10, 99, 100, 2 ** 31 - 1, 2 ** 31, 139_638_469_558_272, 1_764_000_000_000_009,
       2 ** 49 + 9, 2 ** 50 - 1, 5_629_499_534_213_119, 9_007_199_254_740_989, 2 ** 53 - 1, 2 ** 53, 2 ** 60, -1, -0, 0.5,
       1e21, Number.NaN, Number.POSITIVE_INFINITY];
-    for (let k = 0; k < 2000; k++) values.push(Math.floor(Math.random() * 2 ** 53), Math.floor(Math.random() * 2 ** 40) * 10 + 9);
+    const rand = rng(53);  // seeded: the same numbers every run
+    const below53 = () => Math.floor(rand() * 2 ** 21) * 2 ** 32 + Math.floor(rand() * 2 ** 32);  // every bit drawn
+    for (let k = 0; k < 2000; k++) values.push(below53(), Math.floor(rand() * 2 ** 40) * 10 + 9);
     const sink = new MemorySink();
     const out = new JsonBytes(sink);
     values.forEach((v, i) => {
