@@ -189,7 +189,7 @@ export function fullSnapshot(options: SnapshotOptions = {}): Snapshot {
   // the history: the captures' call-site records are then garbage before the dump
   // allocates, and V8 collected them during the dump in every run measured, where
   // symbolizing entry by entry as they were written left it to chance (peak RSS 393-397
-  // against 400 or 589-620 MiB for a million entries, bench/RESULTS.md).
+  // against 393-400 or 588-591 MiB for a million entries, bench/RESULTS.md).
   if (options.lazyTraces && includeTraces) for (const id of native.referencedStacks()) stacks.frames(id);
   for (const d of allDevices()) {
     const parts = native.snapshot(d, pool, includeTraces);
