@@ -188,8 +188,8 @@ export function fullSnapshot(options: SnapshotOptions = {}): Snapshot {
   // A dump symbolizes every stack the allocator still names in one pass, before it copies
   // the history: the captures' call-site records are then garbage before the dump
   // allocates, and V8 collected them during the dump in every run measured, where
-  // symbolizing entry by entry as they were written left it to chance (peak RSS 393-397
-  // against 393-400 or 588-591 MiB for a million entries, bench/RESULTS.md).
+  // symbolizing entry by entry as they were written left it to chance (bench/RESULTS.md,
+  // session 13: the peak of a million-entry dump was bimodal).
   if (options.lazyTraces && includeTraces) for (const id of native.referencedStacks()) stacks.frames(id);
   for (const d of allDevices()) {
     const parts = native.snapshot(d, pool, includeTraces);
