@@ -128,6 +128,14 @@ export interface NativeClientRecord {
 export interface NativeBinding {
   alloc(device: number, size: number, stream: number, stackId?: number, tagId?: number): number;
   free(device: number, ptr: number, stackId?: number): void;
+  /**
+   * This thread's list of frees for its next call, as [count, device, ptr, device, ptr, ...]
+   * (capacity (length - 1) / 2): every exported function and C ABI call on this thread
+   * frees the listed pointers first, in order, and empties the list.
+   */
+  pendingFrees(): Float64Array;
+  /** Hands the pending frees over now; nothing else. */
+  handOverFrees(): void;
   recordStream(device: number, ptr: number, stream: number): void;
   /**
    * What alloc(size, stream) in pool n (0: default) would do now, changing nothing: the cached

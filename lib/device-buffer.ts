@@ -3,6 +3,7 @@
 import { ArgumentTypeError, InvalidPointerError } from './errors.js';
 import { checkInteger, describe, rangeError, typeError } from './validate.js';
 import { native } from './native.js';
+import { deferFree } from './pending-frees.js';
 import type { Stream } from './stream.js';
 import { generation } from './generation.js';
 import { capture, sampleStack } from './history/record.js';
@@ -104,9 +105,16 @@ export class DeviceBuffer {
       if (this.#holding === 'imported') native.closeIpc(this.device, this.ptr);
       else native.releaseExported(this.device, this.ptr);
     } else if (this.ptr !== 0) {
-      // With context 'all', frees carry the stack of the free site.
-      if (capture.level === 3 && sampleStack()) native.free(this.device, this.ptr, stacks.capture(DeviceBuffer.prototype.free));
-      else native.free(this.device, this.ptr);
+      // Without history the free waits in the thread's list for its next call (pending-frees.ts);
+      // with history it crosses now, so its entry has its own time. With context 'all',
+      // frees carry the stack of the free site.
+      if (capture.level === 0) {
+        if (!deferFree(this.device, this.ptr)) native.free(this.device, this.ptr);
+      } else if (capture.level === 3 && sampleStack()) {
+        native.free(this.device, this.ptr, stacks.capture(DeviceBuffer.prototype.free));
+      } else {
+        native.free(this.device, this.ptr);
+      }
     }
     this.#freed = true;
   }

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "../runtime/process_runtime.h"
+#include "../runtime/thread_frees.h"
 
 namespace cca::binding {
 
@@ -16,6 +17,15 @@ void release_environment(AddonState* s) {
   // runtime goes too, returning the cache to the device while the driver is still whole
   // (static destructors at exit run after the driver library's own).
   // An environment's own runtime goes with it, returning its simulated memory.
+  // Frees JS made just before are handed over first, so the history shows them as frees.
+  set_thread_frees(nullptr, nullptr);
+  while (!s->pending_frees.empty()) {
+    try {
+      s->pending_frees.hand_over(runtime_of(*s));
+    } catch (...) {
+      // Teardown must not throw. A failing free leaves the list; release_owner frees the rest.
+    }
+  }
   s->own_runtime.reset();
   try {
     Runtime& r = process_runtime();
@@ -39,6 +49,11 @@ void install_state(Napi::Env env) {
   g_live_environments.fetch_add(1);
   // The state outlives the instance-data finalizer: the cleanup hook frees it.
   env.SetInstanceData<AddonState, keep_state>(s);
+  // A C ABI call on this thread hands over the frees JS left (runtime/thread_frees.h).
+  set_thread_frees([](void* state) {
+    auto* st = static_cast<AddonState*>(state);
+    hand_over_pending(*st);
+  }, s);
   env.AddCleanupHook([s] { release_environment(s); });
 }
 

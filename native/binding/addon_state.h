@@ -8,7 +8,9 @@
 #include <memory>
 
 #include "../common/errors.h"
+#include "../common/hot.h"
 #include "../runtime/process_runtime.h"
+#include "pending_frees.h"
 
 namespace cca::binding {
 
@@ -20,6 +22,8 @@ struct AddonState {
   // this environment's thread touches it.
   std::unique_ptr<Runtime> own_runtime;
   std::uint32_t own_generation = 0;
+  // DeviceBuffer.free()'s pointers not yet handed to the allocators (pending_frees.h).
+  PendingFreeList pending_frees;
 };
 
 AddonState& state(Napi::Env env);
@@ -28,6 +32,11 @@ void install_state(Napi::Env env);
 // The runtime an environment's calls go to: its own, else the process's.
 inline Runtime& runtime_of(AddonState& s) { return s.own_runtime ? *s.own_runtime : process_runtime(); }
 inline Runtime& runtime(Napi::Env env) { return runtime_of(state(env)); }
+// What every exported function does first: frees JS made since the last call reach the
+// allocators before anything else this thread does. Throws what a free throws.
+CCA_HOT_INLINE void hand_over_pending(AddonState& s) {
+  if (__builtin_expect(!s.pending_frees.empty(), 0)) s.pending_frees.hand_over(runtime_of(s));
+}
 // The same from inside an exported function: its data is the environment's state (see
 // export.h), which arrives with the arguments.
 inline Runtime& runtime(const Napi::CallbackInfo& info) { return runtime_of(*static_cast<AddonState*>(info.Data())); }

@@ -34,6 +34,7 @@ CCA_HOT bool read_numbers(napi_env env, napi_callback_info info, std::size_t cou
   void* data = nullptr;
   napi_get_cb_info(env, info, &argc, argv, nullptr, &data);
   out.state = static_cast<AddonState*>(data);
+  if (!plain_hand_over(env, data)) return false;
   const std::size_t wanted = std::min<std::size_t>(argc, count + optional);
   out.given = std::max(wanted, count);
   for (std::size_t i = 0; i < out.given; ++i) {
@@ -99,9 +100,19 @@ napi_value Noop(napi_env env, napi_callback_info info) {
 }
 
 
+// pendingFrees(): this environment's list of frees for the next call (pending_frees.h).
+Napi::Value PendingFrees(const Napi::CallbackInfo& info) {
+  return static_cast<AddonState*>(info.Data())->pending_frees.array(info.Env());
+}
+
+// handOverFrees(): nothing of its own; the wrapper hands the list over, as for every call.
+Napi::Value HandOverFrees(const Napi::CallbackInfo& info) { return info.Env().Undefined(); }
+
 }  // namespace
 
 void register_allocation_functions(Napi::Env env, Napi::Object exports) {
+  export_function<PendingFrees>(env, exports, "pendingFrees");
+  export_function<HandOverFrees>(env, exports, "handOverFrees");
   export_plain(env, exports, "alloc", Alloc);
   export_plain(env, exports, "free", Free);
   export_plain(env, exports, "recordStream", RecordStream);

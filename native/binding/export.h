@@ -15,7 +15,10 @@ using Exported = Napi::Value (*)(const Napi::CallbackInfo&);
 
 template <Exported Fn>
 Napi::Value guarded(const Napi::CallbackInfo& info) {
-  return translate_errors([&] { return Fn(info); },
+  return translate_errors([&] {
+    hand_over_pending(*static_cast<AddonState*>(info.Data()));
+    return Fn(info);
+  },
                           [&](const AllocatorError& e) -> Napi::Value { throw Napi::Error(info.Env(), js_error(info.Env(), e)); });
 }
 
@@ -27,7 +30,8 @@ void export_function(Napi::Env env, Napi::Object exports, const char* name) {
 // The hot paths (allocation_functions.cpp, launch_functions.cpp) are plain Node-API
 // callbacks instead, for the fewest engine calls per crossing: exported with the
 // environment's state as their data, and their bodies run under guarded_plain, which
-// leaves an allocator error pending as its JS class and returns nullptr.
+// leaves an allocator error pending as its JS class and returns nullptr. Each hands over
+// the pending frees right after reading its arguments (plain_hand_over).
 inline void export_plain(Napi::Env env, Napi::Object exports, const char* name, napi_callback cb) {
   napi_value fn;
   napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, &state(env), &fn);
@@ -39,6 +43,19 @@ napi_value guarded_plain(napi_env env, F&& fn) {
   return translate_errors(std::forward<F>(fn), [&](const AllocatorError& e) -> napi_value {
     set_pending(env, e);
     return nullptr;
+  });
+}
+
+// hand_over_pending for a plain callback: false, with the error pending, when a free failed.
+CCA_HOT_INLINE bool plain_hand_over(napi_env env, void* data) {
+  AddonState& s = *static_cast<AddonState*>(data);
+  if (__builtin_expect(s.pending_frees.empty(), 1)) return true;
+  return translate_errors([&] {
+    s.pending_frees.hand_over(runtime_of(s));
+    return true;
+  }, [&](const AllocatorError& e) {
+    set_pending(env, e);
+    return false;
   });
 }
 

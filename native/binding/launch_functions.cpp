@@ -59,7 +59,9 @@ bool typed_arg(napi_env env, napi_value v, napi_typedarray_type want, const char
 napi_value LaunchBind(napi_env env, napi_callback_info info) {
   napi_value argv[6];
   size_t argc = 6;
-  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  void* data = nullptr;
+  napi_get_cb_info(env, info, &argc, argv, nullptr, &data);
+  if (!plain_hand_over(env, data)) return nullptr;
   napi_valuetype t = napi_undefined;
   if (argc == 6) napi_typeof(env, argv[0], &t);
   double device = 0, function = 0;
@@ -94,6 +96,7 @@ CCA_HOT napi_value LaunchBound(napi_env env, napi_callback_info info) {
   size_t argc = 4;
   void* data = nullptr;
   napi_get_cb_info(env, info, &argc, argv, nullptr, &data);
+  if (!plain_hand_over(env, data)) return nullptr;
   void* raw = nullptr;
   double v[3] = {0, 0, 0};
   if (argc < 4 || napi_unwrap(env, argv[0], &raw) != napi_ok || raw == nullptr ||

@@ -8,6 +8,7 @@
 
 #include "../common/errors.h"
 #include "../runtime/process_runtime.h"
+#include "../runtime/thread_frees.h"
 #include "clients.h"
 
 namespace cca {
@@ -36,9 +37,17 @@ cca_status status_of(const AllocatorError& e) {
   }
 }
 
+// Every entry point first hands over the frees JS made on this thread and has not passed
+// on yet (runtime/thread_frees.h), so an addon called from JS right after a free sees it.
+// A free that fails there is JS's to report, not this caller's: it stays in the list, and
+// the thread's next call from JS throws it.
 template <class F>
 cca_status guarded(F&& f) noexcept {
   try {
+    try {
+      hand_over_thread_frees();
+    } catch (...) {
+    }
     f();
     return CCA_OK;
   } catch (const AllocatorError& e) {
