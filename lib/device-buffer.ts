@@ -108,7 +108,7 @@ export class DeviceBuffer {
       // Without history the free waits in the thread's list for its next call (pending-frees.ts);
       // with history it crosses now, so its entry has its own time. With context 'all',
       // frees carry the stack of the free site.
-      if (capture.level === 0) {
+      if (!capture.enabled) {
         if (!deferFree(this.device, this.ptr)) native.free(this.device, this.ptr);
       } else if (capture.level === 3 && sampleStack()) {
         native.free(this.device, this.ptr, stacks.capture(DeviceBuffer.prototype.free));

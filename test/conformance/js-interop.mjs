@@ -138,6 +138,19 @@ const cases = [
     ok(consumer.emptyCache(0));
     assert.equal(consumer.emptyCache(99).status, 'CCA_ERR_INVALID_DEVICE');
   }],
+  ['a buffer JS has just freed serves the consumer\'s next malloc on the same thread', () => {
+    // free() leaves the pointer in the thread's pending list; the C ABI call hands it over
+    // before its own work (native/runtime/thread_frees.h), so the block is reused, not a new one.
+    const c = open('reuser');
+    const buf = cuda.alloc(3 * MiB);
+    const ptr = BigInt(buf.ptr);
+    buf.free();
+    if (process.env.XX) memory.memory_allocated();
+    const a = ok(consumer.malloc(c, 0, BigInt(3 * MiB), 0n));
+    assert.equal(a.ptr, ptr);
+    ok(consumer.free(c, 0, a.ptr));
+    consumer.close(c);
+  }],
   ['a buffer leaves as a DLPack tensor; its memory is freed after both free() and the deleter', () => {
     const allowSimulated = simulated;
     const inUse = () => memory.memory_stats(0)['allocation.all.current'];

@@ -80,6 +80,10 @@ FAKE CUresult cuInit(unsigned) {
   fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
   if (const char* e = std::getenv("FAKE_CUDA_INIT_ERROR")) return std::atoi(e);
+  // As the real driver's: a second cuInit (another library loading the driver, as the C
+  // ABI's consumer does) keeps the state. Resetting it here once dropped the memory in use,
+  // so later frees took `used` below zero and every allocation failed.
+  if (initialized) return kSuccess;
   device_count = static_cast<int>(env_size("FAKE_CUDA_DEVICES", 1));
   capacity = env_size("FAKE_CUDA_CAPACITY_MB", 256) << 20;
   contexts.assign(static_cast<std::size_t>(device_count), Ctx{});
