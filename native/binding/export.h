@@ -31,7 +31,7 @@ void export_function(Napi::Env env, Napi::Object exports, const char* name) {
 // callbacks instead, for the fewest engine calls per crossing: exported with the
 // environment's state as their data, and their bodies run under guarded_plain, which
 // leaves an allocator error pending as its JS class and returns nullptr. Each hands over
-// the pending frees right after reading its arguments (plain_hand_over).
+// the pending frees right after napi_get_cb_info, before its arguments (plain_hand_over).
 inline void export_plain(Napi::Env env, Napi::Object exports, const char* name, napi_callback cb) {
   napi_value fn;
   napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, &state(env), &fn);
