@@ -145,7 +145,6 @@ const cases = [
     const buf = cuda.alloc(3 * MiB);
     const ptr = BigInt(buf.ptr);
     buf.free();
-    if (process.env.XX) memory.memory_allocated();
     const a = ok(consumer.malloc(c, 0, BigInt(3 * MiB), 0n));
     assert.equal(a.ptr, ptr);
     ok(consumer.free(c, 0, a.ptr));
