@@ -3,7 +3,7 @@
 #include <atomic>
 
 #include "../runtime/process_runtime.h"
-#include "../runtime/thread_frees.h"
+#include "../interop/thread_frees.h"
 
 namespace cca::binding {
 
@@ -49,7 +49,7 @@ void install_state(Napi::Env env) {
   g_live_environments.fetch_add(1);
   // The state outlives the instance-data finalizer: the cleanup hook frees it.
   env.SetInstanceData<AddonState, keep_state>(s);
-  // A C ABI call on this thread hands over the frees JS left (runtime/thread_frees.h).
+  // A C ABI call on this thread hands over the frees JS left (interop/thread_frees.h).
   set_thread_frees([](void* state) {
     auto* st = static_cast<AddonState*>(state);
     hand_over_pending(*st);

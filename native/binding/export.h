@@ -48,10 +48,8 @@ napi_value guarded_plain(napi_env env, F&& fn) {
 
 // hand_over_pending for a plain callback: false, with the error pending, when a free failed.
 CCA_HOT_INLINE bool plain_hand_over(napi_env env, void* data) {
-  AddonState& s = *static_cast<AddonState*>(data);
-  if (__builtin_expect(s.pending_frees.empty(), 1)) return true;
   return translate_errors([&] {
-    s.pending_frees.hand_over(runtime_of(s));
+    hand_over_pending(*static_cast<AddonState*>(data));
     return true;
   }, [&](const AllocatorError& e) {
     set_pending(env, e);

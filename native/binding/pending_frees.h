@@ -2,8 +2,8 @@
 // A cached alloc+free pair from JS then crosses into the addon once, not twice: the free
 // writes its device and pointer into this list, a plain ArrayBuffer both sides see, and the
 // next exported function hands the list to the allocators before its own work
-// (hand_over_pending, called by export.h's wrappers and read_numbers), as does a C ABI call
-// on the same thread (runtime/thread_frees.h). So nothing this thread does afterwards can
+// (hand_over_pending: export.h's wrapper, and plain_hand_over in each plain callback), as does a C ABI call
+// on the same thread (interop/thread_frees.h). So nothing this thread does afterwards can
 // see the memory still allocated, nor queue GPU work ahead of the free's stream events.
 // Only this thread reads or writes the list.
 #pragma once

@@ -8,7 +8,7 @@
 
 #include "../common/errors.h"
 #include "../runtime/process_runtime.h"
-#include "../runtime/thread_frees.h"
+#include "thread_frees.h"
 #include "clients.h"
 
 namespace cca {
@@ -38,9 +38,10 @@ cca_status status_of(const AllocatorError& e) {
 }
 
 // Every entry point first hands over the frees JS made on this thread and has not passed
-// on yet (runtime/thread_frees.h), so an addon called from JS right after a free sees it.
-// A free that fails there is JS's to report, not this caller's: it stays in the list, and
-// the thread's next call from JS throws it.
+// on yet (thread_frees.h), so an addon called from JS right after a free sees it. A free
+// the allocator refuses there is not this caller's error, so it is not its status: it
+// leaves the list unreported, as no DeviceBuffer can list such a pointer (only code writing
+// the raw list can); the frees after it are handed over by the next call.
 template <class F>
 cca_status guarded(F&& f) noexcept {
   try {

@@ -140,7 +140,7 @@ const cases = [
   }],
   ['a buffer JS has just freed serves the consumer\'s next malloc on the same thread', () => {
     // free() leaves the pointer in the thread's pending list; the C ABI call hands it over
-    // before its own work (native/runtime/thread_frees.h), so the block is reused, not a new one.
+    // before its own work (native/interop/thread_frees.h), so the block is reused, not a new one.
     const c = open('reuser');
     const buf = cuda.alloc(3 * MiB);
     const ptr = BigInt(buf.ptr);
