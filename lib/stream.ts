@@ -174,14 +174,9 @@ export function checkStream(name: string, value: unknown, device?: number, what 
 const defaults = new Map<number, Stream>();
 let defaultsGeneration: number | undefined;  // read lazily: importing must not start the runtime
 
-// The last one asked for: cuda.alloc() without options asks on every call, and a Map lookup
-// was a tenth of a cached alloc+free pair's time in JS.
-let last: Stream | undefined;
-
 /** The default (legacy) stream of a device. */
 export function defaultStream(device?: number): Stream {
   const d = resolveDevice(device);
-  if (last !== undefined && last.device === d && defaultsGeneration === generation()) return last;
   if (defaultsGeneration !== generation()) {
     defaults.clear();
     defaultsGeneration = generation();
@@ -191,6 +186,5 @@ export function defaultStream(device?: number): Stream {
     s = Stream.wrapDefault(d);
     defaults.set(d, s);
   }
-  last = s;
   return s;
 }
