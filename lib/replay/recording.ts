@@ -46,7 +46,7 @@ export interface Recording {
   lastPoolAlloc: Map<number, number>;
   /** The pool reading of a trace that names no pool (pools.ts), and the runs read as a
    *  pool's end (true) or an empty_cache() (false) by choice; null: the trace names its pools. */
-  inferred: { pools: number; allocs: number; open: InferredPools['open'] } | null;
+  inferred: { pools: number; allocs: number; open: InferredPools['open']; ooms: InferredPools['ooms'] } | null;
   forced: [number, boolean][];
 }
 
@@ -110,7 +110,7 @@ export function readRecording(s: Snapshot, device: number, forced: ReadonlyMap<n
     capacity: recordedCapacity(trace, reserved), freeAt, reserved, reservedAtStart, initial, initialSlot,
     start, firstSegment: first ? start.segments.indexOf(first) : -1,
     slot, reuses, slots: n + initialSlot.size + 1, streams: [...streams].sort((a, b) => a - b), lastPoolAlloc,
-    inferred: pools ? { pools: pools.pools, allocs: pools.allocs, open: pools.open } : null,
+    inferred: pools ? { pools: pools.pools, allocs: pools.allocs, open: pools.open, ooms: pools.ooms } : null,
     forced: [...forced],
   };
 }

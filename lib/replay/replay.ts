@@ -43,17 +43,24 @@ export function replayRecording(rec: Recording, options: ReplayOptions, search =
   let best = { report: replayOnce(rec, options), rec };
   if (!search || !rec.inferred) return best;
   const forced = new Map(rec.forced);
-  for (const run of rec.inferred.open.slice(0, MAX_READINGS)) {
+  // Each open decision in entry order: a run (is it a pool's end?) or an OOM (was it its
+  // neighbour's pool's request?), with its present reading.
+  const decisions = [
+    ...rec.inferred.open.map((r) => ({ at: r.at, now: r.poolEnd, run: true })),
+    ...rec.inferred.ooms.map((o) => ({ at: o.at, now: o.inPool, run: false })),
+  ].sort((a, b) => a.at - b.at);
+  for (const d of decisions.slice(0, MAX_READINGS)) {
     if (agreement(best.report) === Infinity) break;
-    forced.set(run.at, !run.poolEnd);
+    forced.set(d.at, !d.now);
     const tried = readRecording(sourceOf(rec), rec.device, forced);
     const report = replayOnce(tried, options);
-    // On a tie the pool's end is kept: nothing recorded so far tells the readings apart, and
-    // it lets the next run be read on top of it (30 of 40 stripped mixes exact, against 29
-    // keeping strict gains only, when every open run started as an empty_cache()).
+    // On a tie a run is kept as a pool's end: nothing recorded so far tells the readings
+    // apart, and it lets the next run be read on top of it (30 of 40 stripped mixes exact,
+    // against 29 keeping strict gains only, when every open run started as an empty_cache()).
+    // An OOM moves into the pool only when that reproduces more of the recording.
     const gain = agreement(report) - agreement(best.report);
-    if (gain > 0 || (gain === 0 && !run.poolEnd)) best = { report, rec: tried };
-    else forced.set(run.at, run.poolEnd);
+    if (gain > 0 || (gain === 0 && d.run && !d.now)) best = { report, rec: tried };
+    else forced.set(d.at, d.now);
   }
   return best;
 }

@@ -124,7 +124,7 @@ export async function whatIf(snapshot: Snapshot | string, options?: WhatIfOption
     rec = readRecording(snap, device);
     capacityBytes = givenCapacity ?? rec.capacity ?? 256 * 2 ** 30;
     all = [...new Set([rec.settings, ...WHAT_IF_SETTINGS, ...extra])];
-    if (rec.inferred && rec.inferred.open.length > 0) {
+    if (rec.inferred && (rec.inferred.open.length > 0 || rec.inferred.ooms.length > 0)) {
       const [first] = await threads[0]!.run({ recording: toTransfer(rec), capacityBytes, settings: [rec.settings], search: true });
       bySettings.set(rec.settings, first!);
       rec = readRecording(snap, device, new Map(first!.forced));
