@@ -127,6 +127,17 @@ export interface NativeClientRecord {
 
 export interface NativeBinding {
   alloc(device: number, size: number, stream: number, stackId?: number, tagId?: number): number;
+  /**
+   * This environment's call slots: a Float64Array of 8 that allocInSlots reads its numbers
+   * from and writes its result to (the same memory on every call).
+   */
+  callSlots(): Float64Array;
+  /**
+   * alloc with its numbers in the call slots: [device, size, stream, stackId, tagId] in slots
+   * 0-4 (stackId and tagId 0 for none); the pointer is written to slot 0. Cheaper than alloc
+   * by the arguments it does not unpack and the number it does not return.
+   */
+  allocInSlots(): void;
   free(device: number, ptr: number, stackId?: number): void;
   /**
    * This thread's list of frees for its next call, as [count, device, ptr, device, ptr, ...]
@@ -152,6 +163,8 @@ export interface NativeBinding {
   unplaceSegment(device: number, base: number): void;
   /** An empty call shaped like alloc, for benchmark baselines. */
   noop(device: number, size: number): number;
+  /** allocInSlots's crossing and no allocator work (slot 0 := slot 1), for benchmark baselines. */
+  noopInSlots(): void;
 
   streamCreate(device: number): number;
   streamDestroy(device: number, stream: number): void;

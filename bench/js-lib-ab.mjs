@@ -40,8 +40,11 @@ const time = (fn) => {
 };
 freshState({ capacityBytes: 64 * 2 ** 30 });
 fillCache(native, 1000);
+const slots = native.callSlots?.();
 const sides = {
   base: (k) => { let s = 0; for (let i = 0; i < k; i++) s += native.noop(0, 4096) + native.noop(0, s & 1); return s; },
+  // The cheapest crossing: no arguments, no result (what the public alloc pays since the call slots).
+  'argument-less pair': (k) => { for (let i = 0; i < k; i++) { slots[1] = i; native.noopInSlots(); native.noopInSlots(); } },
   [base]: (k) => { for (let i = 0; i < k; i++) A.cuda.alloc(4096).free(); },
   'working tree': (k) => { for (let i = 0; i < k; i++) B.cuda.alloc(4096).free(); },
 };

@@ -8,6 +8,7 @@ import { stacks, tags } from './history/stack-store.js';
 import { currentMetadata } from './history/metadata.js';
 import { notifyOutOfMemory } from './oom.js';
 import { native } from './native.js';
+import { callSlots } from './call-slots.js';
 import { Stream, checkStream, defaultStream } from './stream.js';
 import { generation, setGeneration } from './generation.js';
 import { resetCurrentDevice, resolveDevice } from './device.js';
@@ -80,16 +81,19 @@ export function alloc(size: number, options?: AllocOptions): DeviceBuffer {
     }
   }
   const stackId = capture.level !== 0 && sampleStack() ? stacks.capture(alloc) : 0;
-  let ptr: number;
+  const slots = callSlots();
+  slots[0] = stream.device;
+  slots[1] = size;
+  slots[2] = stream.handle;
+  slots[3] = stackId;
+  slots[4] = tagId;
   try {
-    ptr = stackId === 0 && tagId === 0
-      ? native.alloc(stream.device, size, stream.handle)
-      : native.alloc(stream.device, size, stream.handle, stackId, tagId);
+    native.allocInSlots();
   } catch (e) {
     if (e instanceof CudaOutOfMemoryError) notifyOutOfMemory(e);
     throw e;
   }
-  return makeDeviceBuffer(ptr, size, stream, generation());
+  return makeDeviceBuffer(slots[0]!, size, stream, generation());
 }
 
 /**

@@ -171,20 +171,16 @@ export function checkStream(name: string, value: unknown, device?: number, what 
   return stream;
 }
 
-const defaults = new Map<number, Stream>();
+// Indexed by device: a lookup here is on every cuda.alloc() without options.
+let defaults: (Stream | undefined)[] = [];
 let defaultsGeneration: number | undefined;  // read lazily: importing must not start the runtime
 
 /** The default (legacy) stream of a device. */
 export function defaultStream(device?: number): Stream {
   const d = resolveDevice(device);
   if (defaultsGeneration !== generation()) {
-    defaults.clear();
+    defaults = [];
     defaultsGeneration = generation();
   }
-  let s = defaults.get(d);
-  if (!s) {
-    s = Stream.wrapDefault(d);
-    defaults.set(d, s);
-  }
-  return s;
+  return (defaults[d] ??= Stream.wrapDefault(d));
 }

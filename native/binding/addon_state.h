@@ -10,6 +10,7 @@
 #include "../common/errors.h"
 #include "../common/hot.h"
 #include "../runtime/process_runtime.h"
+#include "call_slots.h"
 #include "pending_frees.h"
 
 namespace cca::binding {
@@ -24,6 +25,8 @@ struct AddonState {
   std::uint32_t own_generation = 0;
   // DeviceBuffer.free()'s pointers not yet handed to the allocators (pending_frees.h).
   PendingFreeList pending_frees;
+  // The numbers of the hot calls that take theirs in memory (call_slots.h).
+  CallSlots slots;
 };
 
 AddonState& state(Napi::Env env);

@@ -3,6 +3,9 @@
 // napi_get_value_double per argument (which also rejects non-numbers, so no separate
 // typeof), and the environment's owner id arrives as the function's data pointer instead
 // of an instance-data lookup. Pointers and stream handles fit in a double's 53 bits.
+// cuda.alloc() itself goes through allocInSlots, which takes its numbers in memory
+// (call_slots.h) and so makes no engine call but napi_get_cb_info; alloc with arguments stays
+// for everything else (replay, tests, benchmarks).
 #include "allocation_functions.h"
 
 #include <algorithm>
@@ -67,6 +70,32 @@ CCA_HOT napi_value Alloc(napi_env env, napi_callback_info info) {
   });
 }
 
+// The start of a slotted call (call_slots.h): the environment's state, after its frees.
+// Null, with the error pending, when a listed free failed.
+CCA_HOT_INLINE AddonState* enter_slotted(napi_env env, napi_callback_info info) {
+  size_t argc = 0;
+  void* data = nullptr;
+  napi_get_cb_info(env, info, &argc, nullptr, nullptr, &data);
+  return plain_hand_over(env, data) ? static_cast<AddonState*>(data) : nullptr;
+}
+
+// allocInSlots(): alloc with slots [device, size, stream, stackId, tagId]; the pointer goes
+// to slot 0.
+CCA_HOT napi_value AllocInSlots(napi_env env, napi_callback_info info) {
+  AddonState* state = enter_slotted(env, info);
+  if (state == nullptr) return nullptr;
+  return guarded_plain(env, [&]() -> napi_value {
+    double* s = state->slots.words();
+    const int device = to_device(s[0]);
+    const std::uint64_t size = to_size(s[1]);
+    const std::uint64_t stream = to_u64(s[2], "stream");
+    const CallContext ctx{to_id(s[3], "stackId"), to_id(s[4], "tagId")};
+    const DevicePtr p = runtime_of(*state).allocator(device).malloc(size, stream, state->owner, ctx);
+    s[0] = static_cast<double>(p);
+    return nullptr;
+  });
+}
+
 // free(device, ptr, stackId?)
 CCA_HOT napi_value Free(napi_env env, napi_callback_info info) {
   static const char* const names[] = {"device", "ptr", "stackId"};
@@ -99,6 +128,19 @@ napi_value Noop(napi_env env, napi_callback_info info) {
   return result;
 }
 
+// noopInSlots(): allocInSlots's crossing with no allocator work (slot 0 becomes slot 1).
+napi_value NoopInSlots(napi_env env, napi_callback_info info) {
+  AddonState* state = enter_slotted(env, info);
+  if (state == nullptr) return nullptr;
+  double* s = state->slots.words();
+  s[0] = s[1];
+  return nullptr;
+}
+
+// callSlots(): this environment's slots (call_slots.h).
+Napi::Value CallSlotsArray(const Napi::CallbackInfo& info) {
+  return static_cast<AddonState*>(info.Data())->slots.array(info.Env());
+}
 
 // pendingFrees(): this environment's list of frees for the next call (pending_frees.h).
 Napi::Value PendingFrees(const Napi::CallbackInfo& info) {
@@ -113,10 +155,13 @@ Napi::Value HandOverFrees(const Napi::CallbackInfo& info) { return info.Env().Un
 void register_allocation_functions(Napi::Env env, Napi::Object exports) {
   export_function<PendingFrees>(env, exports, "pendingFrees");
   export_function<HandOverFrees>(env, exports, "handOverFrees");
+  export_function<CallSlotsArray>(env, exports, "callSlots");
   export_plain(env, exports, "alloc", Alloc);
+  export_plain(env, exports, "allocInSlots", AllocInSlots);
   export_plain(env, exports, "free", Free);
   export_plain(env, exports, "recordStream", RecordStream);
   export_plain(env, exports, "noop", Noop);
+  export_plain(env, exports, "noopInSlots", NoopInSlots);
 }
 
 }  // namespace cca::binding

@@ -80,6 +80,24 @@ describe('pointers and buffers', () => {
     rejected(() => native.alloc(5, 1, 0), InvalidArgumentError, 'ERR_CCA_INVALID_DEVICE', [0, 1]);
   });
 
+  it('allocInSlots refuses bad numbers in its slots as alloc refuses bad arguments', () => {
+    live();
+    const slots = native.callSlots();
+    const slotted = (...numbers: number[]) => () => {
+      slots.set([0, 4096, 0, 0, 0]);
+      slots.set(numbers);
+      native.allocInSlots();
+    };
+    rejected(slotted(0, 1.5), InvalidArgumentError, 'ERR_INVALID_ARG_VALUE', [0, 1]);
+    rejected(slotted(0, NaN), InvalidArgumentError, 'ERR_INVALID_ARG_VALUE', [0, 1]);
+    rejected(slotted(-1), InvalidArgumentError, 'ERR_INVALID_ARG_VALUE', [0, 1]);
+    rejected(slotted(5), InvalidArgumentError, 'ERR_CCA_INVALID_DEVICE', [0, 1]);
+    rejected(slotted(0, 4096, 0.5), InvalidArgumentError, 'ERR_INVALID_ARG_VALUE', [0, 1]);
+    rejected(slotted(0, 4096, 12345), InvalidArgumentError, 'ERR_CCA_INVALID_STREAM', [0, 1]);
+    rejected(slotted(0, 4096, 0, -2), InvalidArgumentError, 'ERR_INVALID_ARG_VALUE', [0, 1]);
+    rejected(slotted(0, 4096, 0, 0, 2 ** 32), InvalidArgumentError, 'ERR_INVALID_ARG_VALUE', [0, 1]);
+  });
+
   it('recordStream needs a DeviceBuffer and a Stream of the same device', () => {
     const { keep } = live();
     const other = Stream.create({ device: 1 });
