@@ -102,11 +102,14 @@ describe('replay reads private pools from a trace that names none', () => {
     expect(r.report.inferredPools!.pools).toBeGreaterThan(5);
   });
 
-  // Of the first 80 seeds read back without their pool ids, these 75 are exact (38 of the
-  // first 40, 37 of the next; the others, and why: docs/tools.md); they must stay so.
-  const EXACT_STRIPPED = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30,
-    31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
-    64, 65, 66, 67, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80];
+  // Of the first 160 seeds read back without their pool ids, all but these 10 are exact, and
+  // must stay so. Why each is not (docs/tools.md): in 14, 18, 68, 92, 108, 110 and 132 some
+  // OOMs were requests of a pool's scope with no allocation of that pool beside them, so
+  // nothing names their pool; in 49 and
+  // 105 a pool's end and an empty_cache() release in one run with no break in the release
+  // order; in 148 a pool's end right before an OOM's release is read as the OOM's.
+  const NOT_EXACT = [14, 18, 49, 68, 92, 105, 108, 110, 132, 148];
+  const EXACT_STRIPPED = Array.from({ length: 160 }, (_, i) => i + 1).filter((seed) => !NOT_EXACT.includes(seed));
   it.each(EXACT_STRIPPED)('stripped of its pool ids, seed %i stays exact', (seed) => {
     expectExact(pooledHistory(seed, stripPoolIds));
   });
