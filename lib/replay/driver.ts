@@ -211,6 +211,20 @@ export class SimDriver {
     return native.planMalloc(DEVICE, size, this.handle(stream), pool);
   }
 
+  /** A recorded OOM's request tried again in an empty pool made for it and released after. */
+  allocAndFreeAlone(size: number, stream: number): void {
+    const n = native.poolCreate(DEVICE, false, false);
+    const scratch = this.#ptr.length - 1;
+    native.poolBegin(DEVICE, n);
+    try {
+      this.#ptr[scratch] = native.alloc(DEVICE, size, this.handle(stream));
+      this.free(scratch);
+    } finally {
+      native.poolEnd(DEVICE, n);
+      native.poolRelease(DEVICE, n);
+    }
+  }
+
   emptyCache(): void {
     native.emptyCache(DEVICE);
   }

@@ -41,11 +41,18 @@
 //      requests to one pool).
 //   6. An OOM entry names no address, but a request that failed inside a `use_mem_pool`
 //      scope was its pool's: replayed in the default pools, a cached block its pool could
-//      not reach may serve it, and the OOM is not reproduced. An OOM between two allocations
-//      of one pool is read as that pool's; one next to an allocation of a live pool on the
+//      not reach may serve it, and the OOM is not reproduced. Under the default settings
+//      which pool does not matter: none of its blocks fitted (it failed), and what a failed
+//      request releases (the default pools' free segments) is the same from any pool. So
+//      replay.ts retries every recorded OOM of a history with private pools in an empty pool
+//      of its own, which fails exactly as the real one did, and nothing is read here.
+//      Under max_split_size_mb or a garbage-collection threshold a request first frees cached
+//      blocks of its own pool, so the pool matters: an OOM between two allocations of one
+//      pool is read as that pool's, and one next to an allocation of a live pool on the
 //      OOM's own stream (the one before preferred) is left open, read in the default pools
-//      unless `forced` says otherwise, and replay.ts tries it in the pool. On the first 80
-//      stripped mixes this took 71 exact to 75, and 67 to 73 on the next 80, losing none.
+//      unless `forced` says otherwise, and replay.ts tries it in the pool. On the first 160
+//      stripped mixes the neighbours' reading took 138 exact to 148; the pool of its own, to
+//      154 (of 300, 291 -> 294; 190 -> 192 of the next 200), losing none.
 //
 // Worked example (../shared/fixtures/pytorch-h100-streams.pickle): entries 916-1011 make 32
 // segments of 2 MiB and 64 allocations of 1 MiB in them; 1012-1139 free all 64; the OOM at
@@ -94,8 +101,9 @@ export interface InferredPools {
   /** Runs the releases could not decide (by first entry, in order, with the entry after
    *  each) and the reading each was given: its likelier one (3 in the header), or `forced`'s. */
   open: { at: number; end: number; poolEnd: boolean }[];
-  /** OOMs that may have been their neighbour's pool's request (6 in the header), by entry, and
-   *  the reading each was given: the default pools, or `forced`'s. */
+  /** OOMs that may have been their neighbour's pool's request, or (`alone`) a request of a pool
+   *  no allocation beside them names (6 in the header), by entry, and the reading each was
+   *  given: the default pools, or `forced`'s. */
   ooms: { at: number; inPool: boolean }[];
 }
 
@@ -328,36 +336,38 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
   });
   // 6: the OOMs' pools.
   const openOoms: InferredPools['ooms'] = [];
-  const poolAt = (i: number) => (out[i]!.pool_id as number[] | undefined)?.[1] ?? 0;
-  const ended = new Map<number, number>();  // each ended pool's first segment free
-  out.forEach((e, i) => {
-    if (e.action === 'segment_free' && poolAt(i) !== 0 && !ended.has(poolAt(i))) ended.set(poolAt(i), i);
-  });
-  let before = -1;
-  let after = 0;
-  for (let i = 0; i < out.length; i++) {
-    const e = out[i]!;
-    if (e.action === 'alloc') before = i;
-    if (e.action !== 'oom') continue;
-    if (after <= i) for (after = i + 1; after < out.length && out[after]!.action !== 'alloc';) after++;
-    // The pools of the allocations either side: the one before only while it lives.
-    const prev = before >= 0 && (ended.get(poolAt(before)) ?? Infinity) > i ? poolAt(before) : 0;
-    const next = after < out.length ? poolAt(after) : 0;
-    let pool = 0;
-    let inPool = true;
-    if (prev !== 0 && prev === next) {
-      pool = prev;
-    } else if (prev !== 0 && out[before]!.stream === e.stream) {
-      pool = prev;
-    } else if (next !== 0 && out[after]!.stream === e.stream) {
-      pool = next;
+  if (!inOrder) {
+    const poolAt = (i: number) => (out[i]!.pool_id as number[] | undefined)?.[1] ?? 0;
+    const ended = new Map<number, number>();  // each ended pool's first segment free
+    out.forEach((e, i) => {
+      if (e.action === 'segment_free' && poolAt(i) !== 0 && !ended.has(poolAt(i))) ended.set(poolAt(i), i);
+    });
+    let before = -1;
+    let after = 0;
+    for (let i = 0; i < out.length; i++) {
+      const e = out[i]!;
+      if (e.action === 'alloc') before = i;
+      if (e.action !== 'oom') continue;
+      if (after <= i) for (after = i + 1; after < out.length && out[after]!.action !== 'alloc';) after++;
+      // The pools of the allocations either side: the one before only while it lives.
+      const prev = before >= 0 && (ended.get(poolAt(before)) ?? Infinity) > i ? poolAt(before) : 0;
+      const next = after < out.length ? poolAt(after) : 0;
+      let pool = 0;
+      let inPool = true;
+      if (prev !== 0 && prev === next) {
+        pool = prev;
+      } else if (prev !== 0 && out[before]!.stream === e.stream) {
+        pool = prev;
+      } else if (next !== 0 && out[after]!.stream === e.stream) {
+        pool = next;
+      }
+      if (pool === 0) continue;
+      if (prev !== next) {
+        inPool = forced.get(i) ?? false;
+        openOoms.push({ at: i, inPool });
+      }
+      if (inPool) out[i] = { ...e, pool_id: [0, pool] };
     }
-    if (pool === 0) continue;
-    if (prev !== next) {
-      inPool = forced.get(i) ?? false;
-      openOoms.push({ at: i, inPool });
-    }
-    if (inPool) out[i] = { ...e, pool_id: [0, pool] };
   }
   return allocs === 0 && !out.some((e, i) => e !== trace[i]) ? null
     : {

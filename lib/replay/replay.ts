@@ -11,7 +11,7 @@ import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { segmentDelta } from '../analysis/timeline.js';
 import { checkOptions, checkString, deviceArg, functionArg, snapshotArg } from '../analysis/args.js';
 import { checkInteger } from '../validate.js';
-import { compareSegmentEvents, startsCacheRelease } from './reading.js';
+import { compareSegmentEvents, releasesInOrder, startsCacheRelease } from './reading.js';
 import type { ReplayOptions, ReplayReport, ReplaySide } from './report.js';
 import { readRecording, sourceOf, type Recording } from './recording.js';
 import { checkSettings, SimDriver } from './driver.js';
@@ -119,11 +119,12 @@ const MAX_PAIRED = 4;
  *  differ only count as parting at the end (their comparison does not say at which entry).
  *  Infinity: nowhere. */
 function agreement(r: ReplayReport): number {
-  if (r.oom) return r.oom.index;
+  // Whichever came first: a replay that ran out of memory may have parted before it.
+  const stopped = r.oom?.index ?? Infinity;
   const reserved = r.firstDivergence?.index ?? Infinity;
   const events = r.segmentEvents.firstMismatch === null ? Infinity : r.entries - 0.5;
   const oom = r.ooms.notReproducedAt[0] ?? Infinity;
-  return Math.min(reserved, events, oom);
+  return Math.min(stopped, reserved, events, oom);
 }
 
 function replayOnce(rec: Recording, options: ReplayOptions): ReplayReport {
@@ -144,6 +145,7 @@ function replayOnce(rec: Recording, options: ReplayOptions): ReplayReport {
 function replayOn(driver: SimDriver, rec: Recording, settings: string, capacityBytes: number, onProgress: ReplayOptions['onProgress']): ReplayReport {
   const { trace, freeAt } = rec;
   const start = rebuildStart(rec, driver, driver.settings().expandable_segments === true);
+  const oomsAlone = rec.inferred !== null && releasesInOrder(driver.settings());
   let oom = start.oom;
   driver.recordSegmentEvents(trace.length);
   const growthsAtStart = driver.stat('num_device_alloc');
@@ -184,7 +186,7 @@ function replayOn(driver: SimDriver, rec: Recording, settings: string, capacityB
     }
     if (mark & FAIL) releases.inject(i);
     if (e.action === 'oom') {
-      retryOom(driver, e, i, ooms);
+      retryOom(driver, e, i, ooms, oomsAlone);
       ourNow = driver.reserved();
     }
     const slot = rec.slot[i]!;
@@ -243,10 +245,13 @@ function caveatsOf(start: ReplayReport['start']): string[] {
 
 /** The request that failed at a recorded OOM (its rounded size): does it fail here too? Either
  *  way the program went on, and so does the replay; a request that fits is given back. */
-function retryOom(driver: SimDriver, e: TraceEntry, i: number, ooms: ReplayReport['ooms']): void {
+// `alone`: the history has private pools its trace does not name, under settings where the
+// pool of a failed request does not matter (pools.ts, 6).
+function retryOom(driver: SimDriver, e: TraceEntry, i: number, ooms: ReplayReport['ooms'], alone: boolean): void {
   ooms.recorded++;
   try {
-    driver.allocAndFree(e.pool_id?.[1] ?? 0, e.size, e.stream);
+    if (alone && e.pool_id === undefined) driver.allocAndFreeAlone(e.size, e.stream);
+    else driver.allocAndFree(e.pool_id?.[1] ?? 0, e.size, e.stream);
     driver.emptyCache();
     if (ooms.notReproducedAt.length < 100) ooms.notReproducedAt.push(i);
   } catch (err) {

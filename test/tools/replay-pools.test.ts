@@ -102,14 +102,14 @@ describe('replay reads private pools from a trace that names none', () => {
     expect(r.report.inferredPools!.pools).toBeGreaterThan(5);
   });
 
-  // Of the first 160 seeds read back without their pool ids, all but these 10 are exact, and
-  // must stay so. Why each is not (docs/tools.md): in 14, 18, 68, 92, 108, 110 and 132 some
-  // OOMs were requests of a pool's scope with no allocation of that pool beside them, so
-  // nothing names their pool; in 49 and
-  // 105 a pool's end and an empty_cache() release in one run with no break in the release
-  // order; in 148 a pool's end right before an OOM's release is read as the OOM's.
-  const NOT_EXACT = [14, 18, 49, 68, 92, 105, 108, 110, 132, 148];
-  const EXACT_STRIPPED = Array.from({ length: 160 }, (_, i) => i + 1).filter((seed) => !NOT_EXACT.includes(seed));
+  // Of the first 300 seeds read back without their pool ids, all but these 6 are exact, and
+  // must stay so. Why each is not (docs/tools.md): in 49 and 105 a pool's end and an
+  // empty_cache() release in one run with no break in the release order; in 148 a pool's end
+  // right before an OOM's release is read as the OOM's; in 68 and 283 two pools are read as
+  // one (with every release read right, the replay parts where one's request finds the
+  // other's block); in 216 a default segment and a pool's are read the other way round.
+  const NOT_EXACT = [49, 68, 105, 148, 216, 283];
+  const EXACT_STRIPPED = Array.from({ length: 300 }, (_, i) => i + 1).filter((seed) => !NOT_EXACT.includes(seed));
   it.each(EXACT_STRIPPED)('stripped of its pool ids, seed %i stays exact', (seed) => {
     expectExact(pooledHistory(seed, stripPoolIds));
   });
@@ -132,8 +132,37 @@ describe('replay reads private pools from a trace that names none', () => {
     }
   });
 
-  it('reads an OOM between two of a pool\'s allocations as the pool\'s, and one beside them as open', () => {
+  it('retries an OOM of a pool\'s scope in a pool of its own, where a default block that would serve it is out of reach', () => {
+    cuda.sim.configure({ capacityBytes: 64 * MiB });
+    memory._record_memory_history({ enabled: 'all', context: null });
+    const other = new MemPool();
+    const kept = [use_mem_pool(other, () => cuda.alloc(MiB))];  // a pool the final segments name
+    // A free 6 MiB block in a default segment of 20 MiB that stays (another block of it
+    // lives), and the rest of the device taken (64 - 2 - 20 MiB): nothing the OOM's release
+    // frees makes room for the 20 MiB segment a 5 MiB request needs.
+    const [a, b] = [cuda.alloc(6 * MiB), cuda.alloc(6 * MiB)];
+    a.free();
+    kept.push(b, cuda.alloc(42 * MiB));
+    expect(memory.memory_reserved()).toBe(64 * MiB);
+    const pool = new MemPool();
+    use_mem_pool(pool, () => expect(tryAlloc(5 * MiB)).toBeNull());  // its pool has no block
+    const snap = memory._snapshot();
+    memory._record_memory_history(null);
+    for (const k of kept) k.free();
+    other.release();
+    pool.release();
+    stripPoolIds(snap);
+    const report = analysis.replayOnSim(snap);
+    expect(report.inferredPools).not.toBeNull();
+    // In the default pools a's block would have served it, and the OOM would not happen.
+    expect(report.ooms).toEqual({ recorded: 1, reproduced: 1, notReproducedAt: [] });
+    expectExact({ snap, report });
+  });
+
+  it('under max_split_size_mb reads an OOM between two of a pool\'s allocations as the pool\'s, and one beside them as open', () => {
+    // There a failed request first frees oversize blocks of its own pool, so the pool matters.
     cuda.sim.configure({ capacityBytes: 256 * MiB });
+    memory._set_allocator_settings('max_split_size_mb:64');
     memory._record_memory_history({ enabled: 'all', context: null });
     const pool = new MemPool();
     const side = Stream.create();
@@ -147,6 +176,7 @@ describe('replay reads private pools from a trace that names none', () => {
     kept.push(cuda.alloc(MiB, { stream: side }));
     const snap = memory._snapshot();
     memory._record_memory_history(null);
+    memory._set_allocator_settings('');
     for (const b of kept) b.free();
     pool.release();
     const written = snap.device_traces[0]!.flatMap((e, i) => (e.action === 'oom' ? [[i, e.pool_id?.[1]]] : []));
