@@ -5,7 +5,8 @@
 // The parts: the recording read once (recording.ts; its start, start.ts; the private pools
 // of a file that names none, pools.ts), the simulated GPU (driver.ts, the only file here that
 // calls the addon), the cache releases and how each is met (releases.ts; the rules:
-// reading.ts), where the two sides first part (divergence.ts). This file is the loop.
+// reading.ts), where the two sides first part (divergence.ts), which reading of unnamed
+// pools to replay on (search.ts). This file is the loop.
 import { CudaOutOfMemoryError } from '../errors.js';
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { segmentDelta } from '../analysis/timeline.js';
@@ -13,7 +14,8 @@ import { checkOptions, checkString, deviceArg, functionArg, snapshotArg } from '
 import { checkInteger } from '../validate.js';
 import { compareSegmentEvents, releasesInOrder, startsCacheRelease } from './reading.js';
 import type { ReplayOptions, ReplayReport, ReplaySide } from './report.js';
-import { readRecording, sourceOf, type Recording } from './recording.js';
+import { readRecording, type Recording } from './recording.js';
+import { searchReadings } from './search.js';
 import { checkSettings, SimDriver } from './driver.js';
 import { DECIDE, FAIL, FREE_IN_REQUEST, Releases } from './releases.js';
 import { Divergence } from './divergence.js';
@@ -33,98 +35,13 @@ export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): Replay
 }
 
 /**
- * Replays a recording read once. A file whose trace names no pool (PyTorch's) has its private
- * pools read from its releases (pools.ts), a run the releases leave open given its likelier
- * reading first; where the replay then parts from the recording, each open decision in turn
- * is given the other reading, kept if the replay then agrees for longer (`search`), or
- * together with one the new reading opened; decisions a kept reading opens are tried after.
- * Returns the report and the reading it was made on.
+ * Replays a recording read once; with `search`, a file whose private pools were read from its
+ * releases (pools.ts) is replayed again on other readings where the first parts from the
+ * recording (search.ts). Returns the report and the reading it was made on.
  */
 export function replayRecording(rec: Recording, options: ReplayOptions, search = true): { report: ReplayReport; rec: Recording } {
-  let best = { report: replayOnce(rec, options), rec };
-  if (!search || !rec.inferred) return best;
-  const forced = new Map(rec.forced);
-  // Each open decision: a run (is it a pool's end?) or an OOM (was it its neighbour's pool's
-  // request?), with its present reading, in entry order.
-  const decisionsOf = (r: Recording) => [
-    ...r.inferred!.open.map((o) => ({ at: o.at, now: o.poolEnd, run: true })),
-    ...r.inferred!.ooms.map((o) => ({ at: o.at, now: o.inPool, run: false })),
-  ].sort((a, b) => a.at - b.at);
-  const queue = decisionsOf(rec);
-  const seen = new Set(queue.map((d) => d.at));
-  let tries = 0;
-  const attempt = (changes: [number, boolean][]) => {
-    tries++;
-    const trial = new Map(forced);
-    for (const [at, v] of changes) trial.set(at, v);
-    const tried = readRecording(sourceOf(rec), rec.device, trial);
-    return { tried, report: replayOnce(tried, options) };
-  };
-  const keep = (found: { tried: Recording; report: ReplayReport }, changes: [number, boolean][]) => {
-    best = { report: found.report, rec: found.tried };
-    for (const [at, v] of changes) forced.set(at, v);
-    // A new reading can open decisions the old one had settled: they are tried in turn too.
-    for (const n of decisionsOf(found.tried)) {
-      if (!seen.has(n.at)) {
-        seen.add(n.at);
-        queue.push(n);
-      }
-    }
-  };
-  for (let k = 0; k < queue.length; k++) {
-    if (agreement(best.report) === Infinity || tries >= MAX_READINGS) break;
-    const d = queue[k]!;
-    const flip: [number, boolean] = [d.at, !d.now];
-    const one = attempt([flip]);
-    // On a tie a run is kept as a pool's end: nothing recorded so far tells the readings
-    // apart, and it lets the next run be read on top of it (30 of 40 stripped mixes exact,
-    // against 29 keeping strict gains only, when every open run started as an empty_cache()).
-    // An OOM moves into the pool only when that reproduces more of the recording.
-    const gain = agreement(one.report) - agreement(best.report);
-    if (gain > 0 || (gain === 0 && d.run && !d.now)) {
-      keep(one, [flip]);
-      continue;
-    }
-    // The flip may pay only together with a decision it opened itself (seed 50 of the
-    // stripped mixes: a run read as a pool's end leaves the run before it a pool's end too),
-    // nearest first.
-    const current = new Set(decisionsOf(best.rec).map((x) => x.at));
-    const opened = decisionsOf(one.tried).filter((x) => !current.has(x.at))
-      .sort((a, b) => Math.abs(a.at - d.at) - Math.abs(b.at - d.at)).slice(0, MAX_PAIRED);
-    let paired = false;
-    for (const n of opened) {
-      if (tries >= MAX_READINGS) break;
-      const pair: [number, boolean][] = [flip, [n.at, !n.now]];
-      const two = attempt(pair);
-      if (agreement(two.report) > agreement(best.report)) {
-        keep(two, pair);
-        paired = true;
-        break;
-      }
-    }
-    // Kept as it is: the reading it had, pinned, so later flips are read around it.
-    if (!paired) forced.set(d.at, d.now);
-  }
-  return best;
-}
-
-/** Readings tried, at most: each try is a whole replay. The first 160 stripped mixes need up
- *  to 37 (16 lost seed 11, whose run to flip was its 17th). */
-const MAX_READINGS = 48;
-/** Decisions a flip opened that are tried with it, at most. */
-const MAX_PAIRED = 4;
-
-/** How far a replay agreed with the recording: the entry where it stopped out of memory,
- *  reserved memory first parted, or a recorded OOM did not happen; segment events that
- *  differ only count as parting at the end (their comparison does not say at which entry).
- *  Infinity: nowhere. */
-function agreement(r: ReplayReport): number {
-  // Whichever came first: a replay that ran out of memory may have parted before it.
-  const stopped = r.oom?.index ?? Infinity;
-  const reserved = r.firstDivergence?.index ?? Infinity;
-  const events = r.segmentEvents.firstMismatch === null ? Infinity : r.entries - 0.5;
-  const oom = r.ooms.notReproducedAt[0] ?? Infinity;
-  return Math.min(stopped, reserved, events, oom);
+  const first = { report: replayOnce(rec, options), rec };
+  return search && rec.inferred ? searchReadings(first, options, replayOnce) : first;
 }
 
 function replayOnce(rec: Recording, options: ReplayOptions): ReplayReport {
