@@ -70,13 +70,9 @@ function replayOn(driver: SimDriver, rec: Recording, settings: string, capacityB
   // Reserved memory can peak inside a request (pages mapped before the device ran out and
   // released again): the allocator's own peak sees it, sampling after each call would not.
   driver.resetPeaks();
-  const ours: ReplaySide = { startReserved: driver.reserved(), peakReserved: 0, endReserved: 0, segmentGrowths: 0, segmentShrinks: 0 };
-  ours.peakReserved = ours.startReserved;
+  const ours = side(driver.reserved());
   const lost = start.lost;
-  const recorded: ReplaySide = {
-    startReserved: rec.reservedAtStart - (lost?.size ?? 0), peakReserved: 0, endReserved: 0, segmentGrowths: lost ? 1 : 0, segmentShrinks: 0,
-  };
-  recorded.peakReserved = recorded.startReserved;
+  const recorded = side(rec.reservedAtStart - (lost?.size ?? 0), lost ? 1 : 0);
   const releases = new Releases(rec, driver);
   const { marks } = releases;
   const divergence = new Divergence(recorded.startReserved, ours.startReserved, caveatsOf(start.report));
@@ -108,17 +104,10 @@ function replayOn(driver: SimDriver, rec: Recording, settings: string, capacityB
     }
     const slot = rec.slot[i]!;
     if (e.action === 'alloc' && slot >= 0) {
-      const pool = e.pool_id?.[1] ?? 0;
-      if (pool !== 0) counts.poolAllocs++;
+      if (e.pool_id?.[1]) counts.poolAllocs++;
       if (rec.reuses[i]! >= 0) driver.free(rec.reuses[i]!);  // an address handed out twice: the ring lost the free between
-      try {
-        driver.alloc(slot, pool, e.size, e.stream);
-      } catch (err) {
-        if (!(err instanceof CudaOutOfMemoryError)) throw err;
-        oom = { index: i, size: e.size, message: err.message };
-        break;
-      }
-      driver.settle();
+      oom = allocOrOom(driver, slot, e, i);
+      if (oom) break;
       counts.allocs++;
       ourNow = driver.reserved();
       if (ourNow > ours.peakReserved) {
@@ -149,6 +138,22 @@ function replayOn(driver: SimDriver, rec: Recording, settings: string, capacityB
     segmentEvents: compareSegmentEvents(lost ? [lost, ...trace] : trace, driver.segmentEvents()),
     recorded, oursAtPeak: atPeak, ours, firstDivergence: divergence.first, oom,
   };
+}
+
+function side(startReserved: number, segmentGrowths = 0): ReplaySide {
+  return { startReserved, peakReserved: startReserved, endReserved: 0, segmentGrowths, segmentShrinks: 0 };
+}
+
+/** Replays an allocation: null, or where the replay ran out of memory. */
+function allocOrOom(driver: SimDriver, slot: number, e: TraceEntry, i: number): ReplayReport['oom'] {
+  try {
+    driver.alloc(slot, e.pool_id?.[1] ?? 0, e.size, e.stream);
+  } catch (err) {
+    if (!(err instanceof CudaOutOfMemoryError)) throw err;
+    return { index: i, size: e.size, message: err.message };
+  }
+  driver.settle();
+  return null;
 }
 
 /** Readings of the history that may have placed a block differently before, for the reason. */
