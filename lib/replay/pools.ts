@@ -44,8 +44,9 @@
 //      requests to one pool); never two groups holding segments shown apart by 5, so two
 //      pools that end back to back, or scopes of two pools back to back, stay two. Reading
 //      apart only wholly free segments, and joining regardless, left 14 of seeds 501-1000
-//      of the stripped mixes inexact that are exact now (482 -> 496), and 49, 68, 105 and
-//      283 of the first 300.
+//      of the stripped mixes inexact that are exact now (482 -> 496), and 49, 68, 105, 148
+//      and 283 of the first 300. Of the partly free segments only the latest made are read
+//      apart (APART_PARTLY_FREE): the pairs grow with the square of the segments.
 //   6. An OOM entry names no address, but a request that failed inside a `use_mem_pool`
 //      scope was its pool's: replayed in the default pools, a cached block its pool could
 //      not reach may serve it, and the OOM is not reproduced. Under the default settings
@@ -85,6 +86,10 @@ interface Instance {
   live: number;
   /** Its live allocations: address -> rounded size (5 below reads its free gaps). */
   blocks: Map<number, number>;
+  /** largestFree's answer while `blocks` is unchanged; -1: to compute. */
+  largest: number;
+  /** The segments a request showed not in its pool, or it not in theirs (5 below). */
+  apart: Set<Instance>;
   known: 'private' | 'default' | null;
   /** The pool id of the final snapshot, when it is still there. */
   finalPool: number;
@@ -116,6 +121,9 @@ export interface InferredPools {
   ooms: { at: number; inPool: boolean }[];
 }
 
+/** Partly free segments a request that made a segment is read apart from, at most (5). */
+const APART_PARTLY_FREE = 16;
+
 const isPrivate = (id: number[] | undefined): boolean => Array.isArray(id) && (id[0] !== 0 || id[1] !== 0);
 
 /** Pool ids read into a trace without them; null when the trace carries its own or nothing is
@@ -129,7 +137,7 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
 
   const instances: Instance[] = [];
   const make = (address: number, size: number, stream: number): Instance => {
-    const inst: Instance = { address, size, stream, live: 0, blocks: new Map(), known: null, finalPool: 0, index: instances.length };
+    const inst: Instance = { address, size, stream, live: 0, blocks: new Map(), largest: -1, apart: new Set(), known: null, finalPool: 0, index: instances.length };
     instances.push(inst);
     return inst;
   };
@@ -155,6 +163,7 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
     if (g) {
       g.live++;
       g.blocks.set(addr, a.blockSize ?? rounded(a.size));
+      g.largest = -1;
       owner.set(addr, g);
     }
   }
@@ -164,9 +173,6 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
   const allocIn: (Instance | undefined)[] = new Array(trace.length);
   const segmentOf: (Instance | undefined)[] = new Array(trace.length);
   const releases: Release[] = [];
-  // 5 (below): a request that made a segment while a wholly free one on its stream would
-  // have served it was not in that segment's pool: [the new segment, the free one].
-  const apart: [Instance, Instance][] = [];
   let run: Instance[] | null = null;
   let runAt = -1;
   const freeNow = (except: Instance[]) => [...open.values()].filter((g) => g.live === 0 && !except.includes(g));
@@ -179,6 +185,7 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
   // The largest free block a segment surely holds: its longest gap between live allocations,
   // less, in a large segment, the 1 MiB or less a block keeps unsplit past its rounded size.
   const largestFree = (g: Instance): number => {
+    if (g.largest >= 0) return g.largest;
     const slack = g.size === SMALL_SEGMENT ? 0 : SMALL_SIZE;
     let best = 0;
     let from = g.address;
@@ -186,7 +193,7 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
       best = Math.max(best, addr - from);
       from = addr + size + slack;
     }
-    return Math.max(best, g.address + g.size - from);
+    return (g.largest = Math.max(best, g.address + g.size - from));
   };
   for (let i = 0; i < trace.length; i++) {
     const e = trace[i]!;
@@ -207,8 +214,21 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
       const next = trace[i + 1];
       if (inOrder && next?.action === 'alloc' && next.addr === e.addr) {
         const r = rounded(next.size);
+        // Every wholly free one, and the latest made of those partly free: the pairs grow with
+        // the square of the segments, and two pools read as one were made close in time.
+        const partly: Instance[] = [];
         for (const w of open.values()) {
-          if (w.stream === e.stream && (r <= SMALL_SIZE) === (w.size === SMALL_SEGMENT) && largestFree(w) >= r) apart.push([g, w]);
+          if (w.stream !== e.stream || (r <= SMALL_SIZE) !== (w.size === SMALL_SEGMENT) || largestFree(w) < r) continue;
+          if (w.live === 0) {
+            g.apart.add(w);
+            w.apart.add(g);
+          } else {
+            partly.push(w);
+          }
+        }
+        for (const w of partly.slice(-APART_PARTLY_FREE)) {
+          g.apart.add(w);
+          w.apart.add(g);
         }
       }
       open.set(e.addr!, g);
@@ -232,12 +252,14 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
       if (was) {  // the ring lost its free
         was.live--;
         was.blocks.delete(e.addr);
+        was.largest = -1;
       }
       const g = containing(e.addr);
       allocIn[i] = g;
       if (g) {
         g.live++;
         g.blocks.set(e.addr, rounded(e.size));
+        g.largest = -1;
         owner.set(e.addr, g);
       }
     } else if (e.action === release && e.addr !== undefined) {
@@ -245,6 +267,7 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
       if (g) {
         g.live--;
         g.blocks.delete(e.addr);
+        g.largest = -1;
         owner.delete(e.addr);
       }
     }
@@ -258,12 +281,16 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
     inst.known = isPrivate(g.segment_pool_id) ? 'private' : 'default';
     if (inst.known === 'private') inst.finalPool = g.segment_pool_id[1] ?? 0;
   }
-  // 2 and 3, to a fixed point. `poolEnds` keeps the runs read as a pool's end (for 4).
+  // 2, 3 and 5, to a fixed point. `poolEnds` keeps the runs read as a pool's end (for 4). A
+  // segment known default makes the segments apart from it private (5); one known private
+  // tells nothing of them (other pools).
   const mark = (g: Instance, k: 'private' | 'default'): boolean => {
     if (g.known !== null) return false;
     g.known = k;
+    if (k === 'default') for (const w of g.apart) mark(w, 'private');
     return true;
   };
+  for (const g of instances) if (g.known === 'default') for (const w of g.apart) mark(w, 'private');
   const poolEnds: Instance[][] = [];
   const decided = new Set<Release>();
   const openRuns: Release[] = [];
@@ -296,10 +323,6 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
         const defaults = r.certain || r.released.some((g) => g.known === 'default');
         if (poolEnd !== defaults) changed = decide(r, poolEnd) || changed;  // else open, or contradictory
       }
-      for (const [a, b] of apart) {
-        if (a.known === 'default') changed = mark(b, 'private') || changed;
-        if (b.known === 'default') changed = mark(a, 'private') || changed;
-      }
     }
     // The latest run still open gets its likelier reading (3 above), and the rest are read again.
     const next = [...releases].reverse().find((r) => !decided.has(r) && r.released.length > 0);
@@ -314,21 +337,19 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
   // or the segments one end released) never joins another known one.
   const parent = instances.map((_, k) => k);
   const label: (string | null)[] = instances.map(() => null);
-  // Each group's members' apart partners (5): two groups holding an apart pair never join.
-  const partners: Set<number>[] = instances.map(() => new Set());
-  for (const [a, b] of apart) {
-    partners[a.index]!.add(b.index);
-    partners[b.index]!.add(a.index);
-  }
+  // Each group's members: two groups holding segments apart (5) never join.
+  const members: Instance[][] = instances.map((g) => [g]);
   const find = (k: number): number => (parent[k] === k ? k : (parent[k] = find(parent[k]!)));
   const union = (a: Instance, b: Instance): void => {
-    const ra = find(a.index);
-    const rb = find(b.index);
+    let ra = find(a.index);
+    let rb = find(b.index);
     if (ra === rb || (label[ra] !== null && label[rb] !== null && label[ra] !== label[rb])) return;
-    for (const p of partners[ra]!) if (find(p) === rb) return;
+    if (members[ra]!.length > members[rb]!.length) [ra, rb] = [rb, ra];  // the smaller one's members are read
+    for (const g of members[ra]!) for (const w of g.apart) if (find(w.index) === rb) return;
     parent[ra] = rb;
     label[rb] ??= label[ra]!;
-    for (const p of partners[ra]!) partners[rb]!.add(p);
+    members[rb]!.push(...members[ra]!);
+    members[ra] = [];
   };
   for (const g of instances) if (g.known === 'private' && g.finalPool !== 0) label[g.index] = `final ${g.finalPool}`;
   poolEnds.forEach((ended, k) => {
