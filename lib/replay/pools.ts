@@ -31,7 +31,11 @@
 //      generated mixes stripped of their pool ids (test/tools/replay-pools.test.ts) this
 //      prior, with 2's exception below, took the exact replays from 30 to 37 (29 to 34 on
 //      the next 40): open runs read as empty_cache() by default were pools' ends more often
-//      than not. replay.ts tries the other reading of each open run against the recording.
+//      than not. But where nothing else shows a private pool (no final segment of one, no
+//      segment an OOM's release left), every open run is first read as an empty_cache(): a
+//      program that empties the cache right after freeing, with no MemPool, would otherwise
+//      be read as a pool per call. search.ts tries the other reading of each open run
+//      against the recording.
 //   5. A request that made a segment while a segment on its stream held a free block that
 //      would have served it (of the small pool for a small request, the large for a large;
 //      the free block read from the gaps between the segment's live allocations, less what
@@ -314,6 +318,8 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
     reading.set(r, f);
     decide(r, f);
   }
+  // Whether anything but a likelier reading shows a private pool (before the first is made).
+  let privateSeen: boolean | undefined;
   for (;;) {
     for (let changed = true; changed;) {
       changed = false;
@@ -327,7 +333,8 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
     // The latest run still open gets its likelier reading (3 above), and the rest are read again.
     const next = [...releases].reverse().find((r) => !decided.has(r) && r.released.length > 0);
     if (!next) break;
-    const poolEnd = freedInside(next.at, next.released);
+    privateSeen ??= instances.some((g) => g.known === 'private');
+    const poolEnd = privateSeen && freedInside(next.at, next.released);
     openRuns.push(next);
     reading.set(next, poolEnd);
     decide(next, poolEnd);

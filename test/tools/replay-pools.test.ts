@@ -217,6 +217,24 @@ describe('replay reads private pools from a trace that names none', () => {
     expectExact({ snap, report: analysis.replayOnSim(snap) });
   });
 
+  it('reads no pool into a history that shows none, though every cache release follows a free inside it', () => {
+    memory._record_memory_history({ enabled: 'all', context: null });
+    const kept = cuda.alloc(3 * MiB);
+    for (let i = 0; i < 20; i++) {
+      const xs = [cuda.alloc(5 * MiB), cuda.alloc((1 + (i % 3)) * MiB)];
+      for (const x of xs) x.free();
+      memory.empty_cache();  // right after a free inside a segment it releases: like a pool's end
+    }
+    const snap = memory._snapshot();
+    memory._record_memory_history(null);
+    kept.free();
+    stripPoolIds(snap);
+    expect(inferPrivatePools(snap, 0)).toBeNull();
+    const report = analysis.replayOnSim(snap);
+    expect(report.inferredPools).toBeNull();
+    expectExact({ snap, report });
+  });
+
   it('a trace with its own pool ids is taken as written', () => {
     memory._record_memory_history({ enabled: 'all', context: null });
     const pool = new MemPool();
