@@ -4,30 +4,19 @@
 // napi_get_cb_info unpacking five values, a napi_get_value_double (and V8's type test) per
 // number, and a heap number made for the 47-bit pointer it returns. Through the slots the
 // call unpacks nothing and returns undefined; the numbers are plain loads and stores on both
-// sides. Only this environment's thread uses them, and a call reads every slot it takes before
-// its work and writes its results after it, so a call made in between (none is today: the
-// allocator calls no JS) could not mix up its numbers with the outer call's.
+// sides. A call reads every slot it takes before its work and writes its results after it,
+// so a call made in between (none is today: the allocator calls no JS) could not mix up its
+// numbers with the outer call's.
 #pragma once
-#include <napi.h>
-
 #include <cstddef>
+
+#include "shared_words.h"
 
 namespace cca::binding {
 
 // Enough for the widest slotted call: alloc's device, size, stream, stack id and tag id.
 constexpr std::size_t kCallSlots = 8;
 
-class CallSlots {
- public:
-  // The slots as a Float64Array of kCallSlots; made on the first request, the same memory after.
-  Napi::Float64Array array(Napi::Env env);
-  double* words() { return words_; }
-
- private:
-  // What a call sees before JS asked for the slots (a raw caller's mistake): zeros of its own.
-  double unshared_[kCallSlots] = {};
-  double* words_ = unshared_;
-  Napi::Reference<Napi::ArrayBuffer> keep_;
-};
+using CallSlots = SharedWords<kCallSlots>;
 
 }  // namespace cca::binding

@@ -12,6 +12,7 @@
 #include <cstddef>
 
 #include "../runtime/runtime.h"
+#include "shared_words.h"
 
 namespace cca::binding {
 
@@ -23,17 +24,14 @@ class PendingFreeList {
  public:
   // The list as a Float64Array: [count, device, pointer, device, pointer, ...]. Made on the
   // first call; the same memory after.
-  Napi::Float64Array array(Napi::Env env);
-  bool empty() const { return words_[0] == 0; }
+  Napi::Float64Array array(Napi::Env env) { return words_.array(env); }
+  bool empty() const { return words_.words()[0] == 0; }
   // Frees every listed pointer in list order. A free that throws is taken off the list, its
   // error goes to the caller, and the ones after it stay listed for the next call.
   void hand_over(Runtime& runtime);
 
  private:
-  // Until JS asks for the list, a count of zero that nothing writes.
-  static double none_[1];
-  double* words_ = none_;
-  Napi::Reference<Napi::ArrayBuffer> keep_;
+  SharedWords<1 + 2 * kPendingFreeCapacity> words_;
 };
 
 }  // namespace cca::binding
