@@ -288,9 +288,23 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
   // 2, 3 and 5, to a fixed point. `poolEnds` keeps the runs read as a pool's end (for 4). A
   // segment known default makes the segments apart from it private (5); one known private
   // tells nothing of them (other pools).
+  // A release's reading can change only when one of its segments becomes known: each pass
+  // below reads again only those (`dirty`), in release order, so the decisions and their
+  // order are those of reading every release each pass, without its cost (the square of the
+  // releases when many segments survive many of them).
+  const releasesOf = new Map<Instance, Release[]>();
+  for (const r of releases) {
+    for (const g of [...r.released, ...r.survivors]) {
+      const list = releasesOf.get(g);
+      if (list) list.push(r);
+      else releasesOf.set(g, [r]);
+    }
+  }
+  const dirty = new Set<Release>(releases);
   const mark = (g: Instance, k: 'private' | 'default'): boolean => {
     if (g.known !== null) return false;
     g.known = k;
+    for (const r of releasesOf.get(g) ?? []) dirty.add(r);
     if (k === 'default') for (const w of g.apart) mark(w, 'private');
     return true;
   };
@@ -320,19 +334,21 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
   }
   // Whether anything but a likelier reading shows a private pool (before the first is made).
   let privateSeen: boolean | undefined;
+  let latest = releases.length - 1;  // undecided releases only go, so the latest only moves back
   for (;;) {
     for (let changed = true; changed;) {
       changed = false;
       for (const r of releases) {
-        if (decided.has(r)) continue;
+        if (decided.has(r) || !dirty.delete(r)) continue;
         const poolEnd = !r.certain && (r.released.some((g) => g.known === 'private') || r.survivors.some((g) => g.known === 'default'));
         const defaults = r.certain || r.released.some((g) => g.known === 'default');
         if (poolEnd !== defaults) changed = decide(r, poolEnd) || changed;  // else open, or contradictory
       }
     }
     // The latest run still open gets its likelier reading (3 above), and the rest are read again.
-    const next = [...releases].reverse().find((r) => !decided.has(r) && r.released.length > 0);
-    if (!next) break;
+    while (latest >= 0 && (decided.has(releases[latest]!) || releases[latest]!.released.length === 0)) latest--;
+    if (latest < 0) break;
+    const next = releases[latest]!;
     privateSeen ??= instances.some((g) => g.known === 'private');
     const poolEnd = privateSeen && freedInside(next.at, next.released);
     openRuns.push(next);
