@@ -62,9 +62,9 @@
 //      blocks of its own pool, so the pool matters: an OOM between two allocations of one
 //      pool is read as that pool's, and one next to an allocation of a live pool on the
 //      OOM's own stream (the one before preferred) is left open, read in the default pools
-//      unless `forced` says otherwise, and replay.ts tries it in the pool. On the first 160
-//      stripped mixes the neighbours' reading took 138 exact to 148; the pool of its own, to
-//      154 (of 300, 291 -> 294; 190 -> 192 of the next 200), losing none.
+//      unless `forced` says otherwise, and search.ts tries it in the pool. On the first 160
+//      stripped mixes the neighbours' reading took 138 exact to 148; the pool of its own,
+//      under the default settings, took 1-300 from 282 to 294 and 301-500 to 192, losing none.
 //
 // Worked example (../shared/fixtures/pytorch-h100-streams.pickle): entries 916-1011 make 32
 // segments of 2 MiB and 64 allocations of 1 MiB in them; 1012-1139 free all 64; the OOM at
@@ -119,9 +119,9 @@ export interface InferredPools {
   /** Runs the releases could not decide (by first entry, in order, with the entry after
    *  each) and the reading each was given: its likelier one (3 in the header), or `forced`'s. */
   open: { at: number; end: number; poolEnd: boolean }[];
-  /** OOMs that may have been their neighbour's pool's request, or (`alone`) a request of a pool
-   *  no allocation beside them names (6 in the header), by entry, and the reading each was
-   *  given: the default pools, or `forced`'s. */
+  /** Under max_split_size_mb or a garbage-collection threshold, the OOMs that may have been
+   *  their neighbour's pool's request (6 in the header), by entry, and the reading each was
+   *  given: the default pools, or `forced`'s. Empty under the default settings. */
   ooms: { at: number; inPool: boolean }[];
 }
 
@@ -131,7 +131,7 @@ const APART_PARTLY_FREE = 16;
 const isPrivate = (id: number[] | undefined): boolean => Array.isArray(id) && (id[0] !== 0 || id[1] !== 0);
 
 /** Pool ids read into a trace without them; null when the trace carries its own or nothing is
- *  found. `forced` holds readings chosen elsewhere (replay.ts's search), by the entry each is
+ *  found. `forced` holds readings chosen elsewhere (search.ts), by the entry each is
  *  about: a run's first segment free (a pool's end?), or an OOM (its neighbour's pool's?). */
 export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyMap<number, boolean> = new Map()): InferredPools | null {
   const trace = s.device_traces[device] ?? [];

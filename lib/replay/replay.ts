@@ -166,9 +166,9 @@ function caveatsOf(start: ReplayReport['start']): string[] {
 }
 
 /** The request that failed at a recorded OOM (its rounded size): does it fail here too? Either
- *  way the program went on, and so does the replay; a request that fits is given back. */
-// `alone`: the history has private pools its trace does not name, under settings where the
-// pool of a failed request does not matter (pools.ts, 6).
+ *  way the program went on, and so does the replay; a request that fits is given back.
+ *  `alone`: the history has private pools its trace does not name, under settings where the
+ *  pool of a failed request does not matter (pools.ts, 6), so it is tried in one of its own. */
 function retryOom(driver: SimDriver, e: TraceEntry, i: number, ooms: ReplayReport['ooms'], alone: boolean): void {
   ooms.recorded++;
   try {

@@ -101,4 +101,3 @@ function agreement(r: ReplayReport): number {
   const oom = r.ooms.notReproducedAt[0] ?? Infinity;
   return Math.min(stopped, reserved, events, oom);
 }
-

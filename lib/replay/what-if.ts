@@ -5,7 +5,7 @@
 // (recording.ts), and posted to the workers (recording-transfer.ts); each replays its share
 // of the settings. A file whose private pools had to be read from its releases, with runs
 // that reading left open, is first replayed under its own settings alone, which decides those
-// runs (replay.ts); the other settings are then replayed on the reading it chose.
+// runs (search.ts); the other settings are then replayed on the reading it chose.
 import { Worker } from 'node:worker_threads';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
