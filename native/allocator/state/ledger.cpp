@@ -27,15 +27,15 @@ const Segment* Ledger::segment_containing(DevicePtr ptr) const {
   return nullptr;
 }
 
-CCA_HOT void Ledger::record_traces(const StateChange& change) {
+CCA_HOT void Ledger::record_traces(TraceBatch batch) {
   const std::uint64_t now = clock_ticks();
   // The ring keeps what history asks for: none of it while history is off (set_history
   // skips every action then), when only a subscriber makes transitions collect entries.
   if (live_.mask() == 0) {
     // History alone, the common case: this loop is the trace-recording hot path, and the
     // one below costs it 16 more instructions per pair (bench/RESULTS.md, session 10).
-    for (int i = 0; i < change.trace_count(); ++i) {
-      const TraceEntry& e = change.trace_entry(i);
+    for (int i = 0; i < batch.count; ++i) {
+      const TraceEntry& e = batch.entries[i];
       if (history_.skip_mask & (1u << static_cast<unsigned>(e.action))) continue;
       TraceEntry& slot = ring_.append();
       slot = e;
@@ -45,8 +45,8 @@ CCA_HOT void Ledger::record_traces(const StateChange& change) {
     return;
   }
   // A subscriber listens too: its queue gets what it asked for.
-  for (int i = 0; i < change.trace_count(); ++i) {
-    const TraceEntry& e = change.trace_entry(i);
+  for (int i = 0; i < batch.count; ++i) {
+    const TraceEntry& e = batch.entries[i];
     const bool live = live_.wants(e.action);
     if (!(history_.skip_mask & (1u << static_cast<unsigned>(e.action)))) {
       TraceEntry& slot = ring_.append();

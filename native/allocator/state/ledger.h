@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../../common/hot.h"
 #include "block_pool.h"
 #include "history_options.h"
 #include "pointer_map.h"
@@ -175,12 +176,14 @@ class Ledger {
   static BlockPool* own(const BlockPool* p) { return const_cast<BlockPool*>(p); }
 
   // Inline: every transition ends here, and with history off it is the stat update alone.
-  void commit(const StateChange& change) {
+  CCA_HOT_INLINE void commit(const StateChange& change) {
     change.delta().apply_to(stats_);
     if (change.counter() != Counter::kNone) stats_.bump(change.counter());
-    if (change.trace_count() != 0) record_traces(change);
+    // A copy, so that no transition's StateChange has its address taken: the compiler then
+    // keeps its stat deltas in registers and drops the kinds a transition cannot move.
+    if (change.trace_count() != 0) record_traces(TraceBatch(change.traces()));
   }
-  void record_traces(const StateChange& change);
+  void record_traces(TraceBatch batch);
   // commit() for the transitions that change reserved memory (segments and pages coming and
   // going, all off the cached path): a MemPool's own reserved bytes follow too.
   void commit_reserved(const StateChange& change, const BlockPool& pool) {
@@ -194,7 +197,15 @@ class Ledger {
   std::uint32_t trace_stack(std::uint32_t stack) const {
     return history_.context >= RecordContext::kAlloc ? stack : 0;
   }
+  const Block* hand_out_whole(Block* block, const HandOut& h);
+  // Marks `result` allocated as `h` says, records it and commits `change`.
+  void finish_hand_out(Block* result, StateChange& change, const HandOut& h);
+  // Completes the free of a pending block and commits `change`.
   void complete_free(Block* block, StateChange& change, std::uint32_t stack);
+  void return_to_pool(Block* block, StateChange& change);
+  static bool mergeable(const Block* neighbour, const Block& block);
+  void merge_with(Block* block, Block* prev, Block* next, StateChange& change);
+  void absorb(Block* block, Block* neighbour, StateChange& change);
   // Merges `block` with free neighbours of the same mapped state, taking them out of their
   // sets; the caller records `block` after and puts it in the right set.
   void merge_free_neighbours(Block* block, StateChange& change);

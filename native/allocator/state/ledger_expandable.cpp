@@ -2,6 +2,7 @@
 // expandable_segments.cpp): a range reserved, pages mapped and unmapped, the range released.
 // Mapping counts only reserved_bytes and num_device_alloc; a reserved range counts nothing.
 #include "ledger.h"
+#include "ledger_merge.h"
 #include "state_change.h"
 
 namespace cca {

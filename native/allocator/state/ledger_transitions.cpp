@@ -4,6 +4,7 @@
 
 #include "ledger.h"
 #include "../../common/hot.h"
+#include "ledger_merge.h"
 #include "state_change.h"
 
 namespace cca {
@@ -22,37 +23,74 @@ const Block* Ledger::segment_allocated(DevicePtr ptr, std::size_t size, const Bl
   return block;
 }
 
-CCA_HOT const Block* Ledger::hand_out(const Block* handed, bool in_free_set, const HandOut& h) {
-  Block* block = own(handed);
-  CCA_ASSERT(block->state == BlockState::kFree && block->mapped);
-  if (in_free_set) block->pool->erase(block);
-  StateChange change(tracing());
-  // Asserted above; said again here because the erase call in between makes the compiler
-  // forget it, and recording the block with its state known drops the other cases.
-  CCA_ASSUME(block->state == BlockState::kFree && block->mapped);
-  change.before(*block);
-  Block* result = block;
-  if (h.split) {
-    result = new_block();
-    block->segment->split_front(block, result, h.size);
-    block->pool->insert(block);
-    change.after(*block);
-  }
+CCA_HOT_INLINE void Ledger::finish_hand_out(Block* result, StateChange& change, const HandOut& h) {
   result->state = BlockState::kAllocated;
   result->requested_size = static_cast<std::size_t>(h.requested);
   result->owner = h.owner;
   result->counted_oversize = h.oversize;
   result->alloc_stack = h.ctx.stack;
   result->tag = h.ctx.tag;
+  change.after(*result);
   if (h.ctx.tag != 0) {
     tags_.allocated(h.owner, h.ctx.tag, static_cast<std::int64_t>(result->size), static_cast<std::int64_t>(h.requested));
   }
   allocated_.insert(result->ptr, result);
-  change.after(*result);
   change.trace(TraceAction::kAlloc, result->ptr, h.requested, result->stream, trace_stack(h.ctx.stack), h.ctx.tag,
                result->pool->pool_id);
   commit(change);
+}
+
+// The cached path: a free block handed out whole.
+CCA_HOT_INLINE const Block* Ledger::hand_out_whole(Block* block, const HandOut& h) {
+  StateChange change(tracing());
+  // Asserted by the caller; said again here because the erase call in between makes the
+  // compiler forget it, and recording the block with its state known drops the other cases.
+  CCA_ASSUME(block->state == BlockState::kFree && block->mapped);
+  change.before(*block);
+  finish_hand_out(block, change, h);
+  return block;
+}
+
+CCA_HOT const Block* Ledger::hand_out(const Block* handed, bool in_free_set, const HandOut& h) {
+  Block* block = own(handed);
+  CCA_ASSERT(block->state == BlockState::kFree && block->mapped);
+  if (in_free_set) block->pool->erase(block);
+  // Each case commits on its own, so the compiler sees which kinds each one moves.
+  if (!h.split) return hand_out_whole(block, h);
+  StateChange change(tracing());
+  CCA_ASSUME(block->state == BlockState::kFree && block->mapped);
+  change.before(*block);
+  Block* result = new_block();
+  block->segment->split_front(block, result, h.size);
+  block->pool->insert(block);
+  change.after(*block);
+  finish_hand_out(result, change, h);
   return result;
+}
+
+// A free block goes back to its pool, and the change that freed it is committed.
+CCA_HOT_INLINE void Ledger::return_to_pool(Block* block, StateChange& change) {
+  block->state = BlockState::kFree;
+  block->gc_stamp = block->pool->get_free_blocks_call_count;
+  block->pool->insert(block);
+  change.after(*block);
+  commit(change);
+}
+
+// A pending block becomes free: merged with free neighbours and put back in its pool, in
+// one commit. The case with nothing to merge (a cached pair's free) commits on its own, so
+// the compiler sees which kinds it moves.
+CCA_HOT_INLINE void Ledger::complete_free(Block* block, StateChange& change, std::uint32_t stack) {
+  change.trace(TraceAction::kFreeCompleted, block->ptr, block->requested_size, block->stream, stack, block->tag,
+               block->pool->pool_id);
+  Block* prev = mergeable(block->prev.get(), *block) ? block->prev.get() : nullptr;
+  Block* next = mergeable(block->next.get(), *block) ? block->next.get() : nullptr;
+  if (prev != nullptr || next != nullptr) {
+    merge_with(block, prev, next, change);
+    return_to_pool(block, change);
+  } else {
+    return_to_pool(block, change);
+  }
 }
 
 void Ledger::stream_used(const Block* block, StreamId stream) {
@@ -89,9 +127,9 @@ CCA_HOT void Ledger::free_requested(const Block* freed, int events, CallContext 
     // Nothing to wait for: complete the free in the same commit. "Free requested" and
     // "free completed" touch disjoint stats, so the result equals two commits.
     complete_free(block, change, stack);
-  } else {
-    change.after(*block);
+    return;
   }
+  change.after(*block);
   commit(change);
 }
 
@@ -102,32 +140,6 @@ void Ledger::event_completed(const Block* waiting) {
   StateChange change(tracing());
   change.before(*block);
   complete_free(block, change, trace_stack(block->alloc_stack));
-  commit(change);
-}
-
-// A pending block becomes free: merged with free neighbours and put back in its pool.
-CCA_HOT void Ledger::complete_free(Block* block, StateChange& change, std::uint32_t stack) {
-  change.trace(TraceAction::kFreeCompleted, block->ptr, block->requested_size, block->stream, stack, block->tag,
-               block->pool->pool_id);
-  merge_free_neighbours(block, change);
-  block->state = BlockState::kFree;
-  block->gc_stamp = block->pool->get_free_blocks_call_count;
-  block->pool->insert(block);
-  change.after(*block);
-}
-
-CCA_HOT void Ledger::merge_free_neighbours(Block* block, StateChange& change) {
-  for (Block* neighbour : {block->prev.get(), block->next.get()}) {
-    if (neighbour == nullptr || neighbour->state != BlockState::kFree || neighbour->mapped != block->mapped) continue;
-    change.before(*neighbour);
-    if (neighbour->mapped) {
-      neighbour->pool->erase(neighbour);
-    } else {
-      neighbour->pool->erase_unmapped(neighbour);
-    }
-    block->segment->absorb(block, neighbour);
-    recycle(neighbour);
-  }
 }
 
 void Ledger::segment_released(const Block* released) {

@@ -11,6 +11,12 @@
 
 namespace cca {
 
+// A transition's trace entries: at most two (a free that completes at once records both).
+struct TraceBatch {
+  TraceEntry entries[2];
+  int count = 0;
+};
+
 class StateChange {
  public:
   explicit StateChange(bool tracing = false) : tracing_(tracing) {}
@@ -18,20 +24,19 @@ class StateChange {
   void trace(TraceAction action, DevicePtr addr, std::uint64_t size, StreamId stream, std::uint32_t stack,
              std::uint32_t tag, std::uint32_t pool = 0) {
     if (!tracing_) return;
-    CCA_ASSERT(count_ < 2);
-    TraceEntry& e = entries_[count_++];
-    e.action = action;
-    e.addr = addr;
-    e.size = size;
-    e.stream = stream;
-    e.stack = stack;
-    e.tag = tag;
-    e.pool = pool;
+    CCA_ASSERT(traces_.count < 2);
+    // Each slot by a constant index, so the compiler can keep the whole change in registers.
+    const TraceEntry e{addr, size, stream, 0, 0, stack, tag, pool, action};
+    if (traces_.count++ == 0) {
+      traces_.entries[0] = e;
+    } else {
+      traces_.entries[1] = e;
+    }
     // ticks and seq are left for Ledger::record_traces, which sets both before the entry
     // reaches the ring.
   }
-  int trace_count() const { return count_; }
-  const TraceEntry& trace_entry(int i) const { return entries_[i]; }
+  int trace_count() const { return traces_.count; }
+  const TraceBatch& traces() const { return traces_; }
 
   void before(const Block& b) { delta_.add_block(b, -1); }
   void after(const Block& b) { delta_.add_block(b, +1); }
@@ -50,8 +55,7 @@ class StateChange {
   StatDelta delta_;
   bool tracing_;
   Counter counter_ = Counter::kNone;
-  int count_ = 0;
-  TraceEntry entries_[2];
+  TraceBatch traces_;
 };
 
 // StatDelta's per-block record, here rather than in stats.cpp so each transition inlines it:
@@ -66,6 +70,9 @@ inline void StatDelta::set_pool(const BlockPool* pool) {
 inline void StatDelta::add_block(const Block& b, int sign) {
   set_pool(b.pool);
   const auto size = static_cast<std::int64_t>(b.size);
+  // A block is never empty nor near 2^63 bytes (the validator checks both): with the sign of
+  // each byte delta known, the compiler drops the tests a commit makes on it.
+  CCA_ASSUME(size > 0);
   const bool expandable = b.expandable;
   // An expandable segment reserves only what is mapped: each mapped block counts its bytes
   // (and PyTorch counts no `segment` for it).

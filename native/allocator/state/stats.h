@@ -9,8 +9,10 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "../../common/hot.h"
 #include "../../common/stat.h"
 #include "block.h"
 
@@ -81,7 +83,7 @@ class StatCounters : public StatScalars {
  public:
   // Only a rise can move a peak or the allocated total, so a fall updates the two currents
   // alone and an untouched kind nothing: of a cached pair's 18 kind updates, 7 rise.
-  void apply(int kind, int pool, std::int64_t delta) {
+  CCA_HOT_INLINE void apply(int kind, int pool, std::int64_t delta) {
     if (delta == 0) return;
     Kind& k = kinds_[kind];
     PoolCounter& c = k.pools[pool - 1];
@@ -134,12 +136,15 @@ class StatDelta {
   void add_segment(const Segment& s, int sign);
   // Inline, so where a transition knows its blocks' states (just set, or CCA_ASSUME) the
   // compiler can drop the kinds they cannot move.
-  void apply_to(StatCounters& stats) const {
-    if (pool_ >= 0) {
-      for (int k = 0; k < kNumStatKinds; ++k) stats.apply(k, pool_, d_[k]);
-    }
+  CCA_HOT_INLINE void apply_to(StatCounters& stats) const {
+    if (pool_ >= 0) apply_kinds(stats, std::make_integer_sequence<int, kNumStatKinds>{});
     if (oversize_allocations_ != 0) stats.oversize_allocations.apply(oversize_allocations_);
     if (oversize_segments_ != 0) stats.oversize_segments.apply(oversize_segments_);
+  }
+  // Each kind by a constant index, so the deltas a transition fixes fold into the updates.
+  template <int... K>
+  CCA_HOT_INLINE void apply_kinds(StatCounters& stats, std::integer_sequence<int, K...>) const {
+    (stats.apply(K, pool_, d_[K]), ...);
   }
   // What the change did to reserved_bytes, and in which StatPool, for a MemPool's own figures.
   std::int64_t reserved_change() const { return d_[kReservedBytes]; }
