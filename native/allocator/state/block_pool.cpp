@@ -4,7 +4,7 @@
 
 namespace cca {
 
-SizeBins& BlockPool::bins_for(StreamId stream) {
+SizeBins& BlockPool::find_or_add_bins(StreamId stream) {
   if (SizeBins* bins = find_bins(stream)) return *bins;
   streams_.emplace_back(stream, std::make_unique<SizeBins>());
   last_stream_ = stream;

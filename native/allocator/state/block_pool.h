@@ -148,7 +148,12 @@ class BlockPool {
     }
     return nullptr;
   }
-  SizeBins& bins_for(StreamId stream);
+  // The last stream's bins inline: a cached pair's free gives its block back there.
+  SizeBins& bins_for(StreamId stream) {
+    if (last_ != nullptr && last_stream_ == stream) return *last_;
+    return find_or_add_bins(stream);
+  }
+  SizeBins& find_or_add_bins(StreamId stream);
   // Bins of each stream that ever had a binned free block; streams are few, so a list.
   std::vector<std::pair<StreamId, std::unique_ptr<SizeBins>>> streams_;
   mutable StreamId last_stream_ = 0;
