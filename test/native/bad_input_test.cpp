@@ -42,6 +42,28 @@ TEST(bad_pointers_and_streams_change_nothing) {
   CHECK_VALID(f.a());
 }
 
+// check_stream remembers the last live stream it saw: each way a stream goes (destroyed, or
+// an adopted one released) must make it forget, or the next call would take a dead stream.
+TEST(a_stream_just_used_is_refused_once_it_is_gone) {
+  Fixture f;
+  StreamId s1 = f.a().create_stream();
+  StreamId s2 = f.a().create_stream();
+  f.a().free(f.a().malloc(4096, s1));  // s1 is now the remembered stream
+  f.a().destroy_stream(s1);
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().malloc(4096, s1), InvalidArgumentError, "INVALID_STREAM"); });
+  f.a().free(f.a().malloc(4096, s2));
+  f.a().free(f.a().malloc(4096, 0));   // stream 0 leaves the memo as it was
+  f.a().destroy_stream(s2);
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().malloc(4096, s2), InvalidArgumentError, "INVALID_STREAM"); });
+  StreamId outside = 0;  // a stream made by other code
+  CHECK(f.sim().stream_create(&outside) == Status::kOk);
+  f.a().adopt_stream(outside);
+  f.a().free(f.a().malloc(4096, outside));
+  f.a().release_stream(outside);
+  expect_unchanged(f, [&] { CHECK_THROWS(f.a().malloc(4096, outside), InvalidArgumentError, "INVALID_STREAM"); });
+  CHECK_VALID(f.a());
+}
+
 TEST(a_pointer_of_another_device_is_foreign) {
   Fixture f(16 * GiB, AllocatorConfig{}, 2);
   DevicePtr p = f.a(1).malloc(4096, 0);

@@ -54,13 +54,14 @@ DeviceCachingAllocator::~DeviceCachingAllocator() {
   });
 }
 
-CCA_HOT void DeviceCachingAllocator::check_stream(StreamId stream) const {
-  if (stream != 0 && streams_.count(stream) == 0) {
+void DeviceCachingAllocator::check_stream_in_set(StreamId stream) const {
+  if (streams_.count(stream) == 0) {
     throw InvalidArgumentError("stream " + hex(stream) + " is not a live stream of device " +
                                    std::to_string(device_.index()) +
                                    ": it was destroyed, belongs to another device, or (made by other code) was never adopted",
                                "ERR_CCA_INVALID_STREAM");
   }
+  last_live_stream_ = stream;
 }
 
 CCA_HOT_INLINE const Block* DeviceCachingAllocator::hand_out(const AllocParams& p, std::uint32_t owner) {

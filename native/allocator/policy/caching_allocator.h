@@ -285,7 +285,12 @@ class DeviceCachingAllocator {
   // --- the malloc fallback chain (caching_allocator.cpp) ---
   template <class Counted>
   DevicePtr malloc_with(std::uint64_t size, StreamId stream, std::uint32_t owner, CallContext ctx, Counted&& counted);
-  void check_stream(StreamId stream) const;
+  // Throws unless `stream` is 0 or live here. The last stream found live is remembered (and
+  // forgotten when it goes), so a loop on one created stream skips the set's lookup.
+  void check_stream(StreamId stream) const {
+    if (stream != 0 && stream != last_live_stream_) check_stream_in_set(stream);
+  }
+  void check_stream_in_set(StreamId stream) const;
   // The pool a rounded request goes to: the thread's routed MemPool, else the default one.
   const BlockPool& pool_for(std::size_t rounded) const {
     const bool small = is_small_request(rounded);
@@ -381,6 +386,7 @@ class DeviceCachingAllocator {
   bool caching_enabled_ = true;
   StreamEvents events_;
   std::unordered_set<StreamId> streams_;  // live streams created or adopted here (0 is always live)
+  mutable StreamId last_live_stream_ = 0;  // check_stream's memo: 0, or a member of streams_
   std::unordered_map<StreamId, int> adopted_;  // adopted streams and their adopt counts
   struct Imported {
     std::uint64_t bytes = 0;

@@ -32,6 +32,7 @@ void DeviceCachingAllocator::forget_stream_locked(StreamId stream, bool destroy)
   if (s == Status::kOk && destroy) s = device_.stream_destroy(stream);
   if (s != Status::kOk) throw device_error(device_, destroy ? "cudaStreamDestroy" : "cudaStreamSynchronize", s);
   streams_.erase(stream);
+  if (last_live_stream_ == stream) last_live_stream_ = 0;
   ledger_.stream_destroyed(stream);
   process_events();
   drop_dead_stream_bins();

@@ -63,6 +63,9 @@ CCA_HOT const Block* Ledger::hand_out(const Block* handed, bool in_free_set, con
   Block* result = new_block();
   block->segment->split_front(block, result, h.size);
   block->pool->insert(block);
+  // The remainder: free, mapped and split (the validator checks each), said again for the
+  // compiler after the insert call.
+  CCA_ASSUME(block->state == BlockState::kFree && block->mapped && block->is_split());
   change.after(*block);
   finish_hand_out(result, change, h);
   return result;
