@@ -15,48 +15,6 @@ std::size_t SizeBins::first_nonempty_bin(std::size_t bin) const {
   return w * 64 + static_cast<std::size_t>(__builtin_ctzll(words_[w]));
 }
 
-CCA_HOT void SizeBins::insert(Block* block) {
-  const std::size_t bin = bin_of(block->size);
-  Heap& heap = bins_[bin];
-  ++count_;
-  if (heap.empty()) {
-    words_[bin / 64] |= std::uint64_t{1} << (bin % 64);
-    summary_ |= std::uint64_t{1} << (bin / 64);
-  } else if (heap[0].block == nullptr) {
-    // The root is vacant: the block fills it if it is no higher than the children, else it
-    // goes in at the root and sinks (the two subtrees are heaps).
-    place(heap, 0, HeapEntry{block->ptr, block});
-    const bool lowest = heap[1].ptr >= block->ptr && (heap.size() < 3 || heap[2].ptr >= block->ptr);
-    if (!lowest) sift_down(heap, 0);
-    return;
-  }
-  heap.push_back(HeapEntry{block->ptr, block});
-  sift_up(heap, heap.size() - 1);
-}
-
-CCA_HOT void SizeBins::erase(Block* block) {
-  const std::size_t bin = bin_of(block->size);
-  Heap& heap = bins_[bin];
-  const std::size_t i = block->bin_slot;
-  --count_;
-  if (i == 0 && heap.size() > 1) {
-    heap[0] = HeapEntry{0, nullptr};  // vacant: see the header
-    return;
-  }
-  const HeapEntry last = heap.back();
-  heap.pop_back();
-  if (i < heap.size()) {
-    place(heap, i, last);
-    // A vacant root's ptr is 0, so nothing rises into it.
-    if (i > 0 && heap[(i - 1) / 2].ptr > last.ptr) {
-      sift_up(heap, i);
-    } else {
-      sift_down(heap, i);
-    }
-  }
-  if (heap.empty() || (heap.size() == 1 && heap[0].block == nullptr)) clear_bin(bin);
-}
-
 bool SizeBins::contains(const Block* block) const {
   if (!binned(block->size)) return false;
   const Heap& heap = bins_[bin_of(block->size)];

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "block.h"
+#include "../../common/hot.h"
 #include "../../common/constants.h"
 
 namespace cca {
@@ -95,5 +96,54 @@ class SizeBins {
   std::array<Heap, kNumBins> bins_;
   std::size_t count_ = 0;
 };
+
+// Inline: every cached alloc and free passes here, and the calls cost a cached pair ~30
+// instructions, a split+merge pair ~55 (bench/RESULTS.md, session 16).
+CCA_HOT_INLINE void SizeBins::insert(Block* block) {
+  const std::size_t bin = bin_of(block->size);
+  Heap& heap = bins_[bin];
+  ++count_;
+  if (heap.empty()) {
+    // The bin's only block (a split's remainder, a merged block): no sift.
+    words_[bin / 64] |= std::uint64_t{1} << (bin % 64);
+    summary_ |= std::uint64_t{1} << (bin / 64);
+    heap.push_back(HeapEntry{block->ptr, block});
+    block->bin_slot = 0;
+    return;
+  }
+  if (heap[0].block == nullptr) {
+    // The root is vacant: the block fills it if it is no higher than the children, else it
+    // goes in at the root and sinks (the two subtrees are heaps).
+    place(heap, 0, HeapEntry{block->ptr, block});
+    const bool lowest = heap[1].ptr >= block->ptr && (heap.size() < 3 || heap[2].ptr >= block->ptr);
+    if (!lowest) sift_down(heap, 0);
+    return;
+  }
+  heap.push_back(HeapEntry{block->ptr, block});
+  sift_up(heap, heap.size() - 1);
+}
+
+CCA_HOT_INLINE void SizeBins::erase(Block* block) {
+  const std::size_t bin = bin_of(block->size);
+  Heap& heap = bins_[bin];
+  const std::size_t i = block->bin_slot;
+  --count_;
+  if (i == 0 && heap.size() > 1) {
+    heap[0] = HeapEntry{0, nullptr};  // vacant: see the top of this file
+    return;
+  }
+  const HeapEntry last = heap.back();
+  heap.pop_back();
+  if (i < heap.size()) {
+    place(heap, i, last);
+    // A vacant root's ptr is 0, so nothing rises into it.
+    if (i > 0 && heap[(i - 1) / 2].ptr > last.ptr) {
+      sift_up(heap, i);
+    } else {
+      sift_down(heap, i);
+    }
+  }
+  if (heap.empty() || (heap.size() == 1 && heap[0].block == nullptr)) clear_bin(bin);
+}
 
 }  // namespace cca
