@@ -97,11 +97,12 @@ CCA_HOT DevicePtr DeviceCachingAllocator::malloc_with(std::uint64_t size, Stream
   p.size = round_size(static_cast<std::size_t>(size), config_);
   p.stream = stream;
   p.pool = &pool_for(p.size);
-  // With caching off each allocation is a segment of its own, returned at its free.
-  p.alloc_size = caching_enabled_ ? allocation_size(p.size, config_) : p.size;
 
   bool found = caching_enabled_ && (get_free_block(p) || (trigger_free_memory_callbacks(lock) && get_free_block(p)));
   if (!found) {
+    // The size of a new segment, needed only here. With caching off each allocation is a
+    // segment of its own, returned at its free.
+    p.alloc_size = caching_enabled_ ? allocation_size(p.size, config_) : p.size;
     if (gc_enabled()) garbage_collect_cached_blocks();
     // A rejection (throw_on_cudamalloc_oom) ends the chain at once.
     found = alloc_block(p, false) ||
@@ -127,13 +128,6 @@ DevicePtr DeviceCachingAllocator::malloc_counted(std::uint64_t size, StreamId st
   return malloc_with(size, stream, owner, ctx, [&counters](std::uint64_t n) { counters.on_malloc(n); });
 }
 
-
-CCA_HOT bool DeviceCachingAllocator::get_free_block(AllocParams& p) {
-  if (gc_enabled()) ledger_.free_block_searched(*p.pool);
-  p.block = best_cached_block(*p.pool, p.stream, p.size, config_);
-  p.block_in_free_set = true;
-  return p.block != nullptr;
-}
 
 bool DeviceCachingAllocator::trigger_free_memory_callbacks(std::unique_lock<FutexMutex>& lock) {
   if (free_memory_callbacks_.empty()) return false;

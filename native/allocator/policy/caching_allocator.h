@@ -303,7 +303,13 @@ class DeviceCachingAllocator {
     if (p == nullptr) return ledger_.default_pool(small);
     return small ? p->small : p->large;
   }
-  bool get_free_block(AllocParams& p);
+  // Best fit among the cached blocks (inline: the cached alloc's path).
+  bool get_free_block(AllocParams& p) {
+    if (gc_enabled()) ledger_.free_block_searched(*p.pool);
+    p.block = best_cached_block(*p.pool, p.stream, p.size, config_);
+    p.block_in_free_set = true;
+    return p.block != nullptr;
+  }
   // A request as malloc would make it (rounded, in `pool` or the default pools), for replay's
   // dry run (malloc_plan.cpp); the caller holds the lock and checked the stream.
   AllocParams request_for(std::uint64_t size, StreamId stream, std::uint32_t pool) const;

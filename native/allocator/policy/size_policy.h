@@ -9,15 +9,26 @@
 
 namespace cca {
 
-// Rounding. PyTorch's round_size: at least 512, then either the next 1/d step between
-// powers of two (when d = roundup_power2_divisions(size) > 1 and size > 512 * d) or a
-// multiple of 512. Why: fewer distinct sizes, so freed blocks fit later requests.
-std::size_t round_size(std::size_t size, const AllocatorConfig& cfg);
 // The next of d evenly spaced steps between the powers of two around size
 // (1200 with d = 4 gives 1280). Powers of two are returned unchanged.
 std::size_t roundup_power2_next_division(std::size_t size, std::size_t divisions);
 // The divisions configured for size's bucket: floor(log2(size)) - 20, clamped to [0, 15].
-std::size_t roundup_divisions_for(std::size_t size, const AllocatorConfig& cfg);
+inline std::size_t roundup_divisions_for(std::size_t size, const AllocatorConfig& cfg) {
+  int idx = size == 0 ? 0 : 63 - __builtin_clzll(static_cast<unsigned long long>(size)) - 20;
+  if (idx < 0) idx = 0;
+  if (idx > kRoundUpPowerOfTwoIntervals - 1) idx = kRoundUpPowerOfTwoIntervals - 1;
+  return cfg.roundup_power2_divisions[static_cast<std::size_t>(idx)];
+}
+// Rounding. PyTorch's round_size: at least 512, then either the next 1/d step between
+// powers of two (when d = roundup_power2_divisions(size) > 1 and size > 512 * d) or a
+// multiple of 512. Why: fewer distinct sizes, so freed blocks fit later requests.
+// (Inline, as should_split is: each cached alloc asks both.)
+inline std::size_t round_size(std::size_t size, const AllocatorConfig& cfg) {
+  if (size < kMinBlockSize) return kMinBlockSize;
+  const std::size_t divisions = roundup_divisions_for(size, cfg);
+  if (divisions > 1 && size > kMinBlockSize * divisions) return roundup_power2_next_division(size, divisions);
+  return (size + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+}
 
 // Small vs large: rounded requests up to and including 1 MiB come from the small pool.
 // Why: small tensors packed into 2 MiB segments do not fragment the large ones.
@@ -49,7 +60,11 @@ inline bool splits_like_small(const Block& block) { return block.pool->is_small 
 // `block_size` splits it. Small blocks split whenever the rest is at least 512 bytes;
 // large blocks only when the request is below max_split_size and the rest exceeds 1 MiB
 // (strictly). Why: large remainders stay useful and oversize blocks stay whole.
-bool should_split(std::size_t block_size, std::size_t rounded, bool small_pool, const AllocatorConfig& cfg);
+inline bool should_split(std::size_t block_size, std::size_t rounded, bool small_pool, const AllocatorConfig& cfg) {
+  const std::size_t remaining = block_size - rounded;
+  if (small_pool) return remaining >= kMinBlockSize;
+  return !is_oversize(rounded, cfg) && remaining > kSmallSize;
+}
 
 // Best fit: the cached block of `pool` a request takes, or nullptr. The smallest block on
 // the stream that is large enough, lowest address on ties (why: the rest of the cache stays
