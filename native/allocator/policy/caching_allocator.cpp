@@ -249,13 +249,6 @@ CCA_HOT void DeviceCachingAllocator::free(DevicePtr ptr, CallContext ctx) {
   check_after_operation();
 }
 
-// Recording the events is the one step that can fail; it comes before any change.
-CCA_HOT void DeviceCachingAllocator::free_block(const Block* block, CallContext ctx) {
-  const int events = block->stream_uses.empty() ? 0 : events_.record(block, block->stream_uses);
-  ledger_.free_requested(block, events, ctx);
-  if (!caching_enabled_ && events == 0) release_if_uncached(block);
-}
-
 void DeviceCachingAllocator::record_stream(DevicePtr ptr, StreamId stream) {
   std::lock_guard<FutexMutex> lock(mu_);
   const Block* block = ledger_.find_allocated(ptr);

@@ -318,7 +318,13 @@ class DeviceCachingAllocator {
   // A cached block of a use_on_oom MemPool for a request of the default pools (mem_pools.cpp).
   bool try_mempool_fallback(AllocParams& p);
   const Block* hand_out(const AllocParams& p, std::uint32_t owner);
-  void free_block(const Block* block, CallContext ctx);
+  // Recording the events is the one step that can fail; it comes before any change. (Inline:
+  // the cached free's path.)
+  void free_block(const Block* block, CallContext ctx) {
+    const int events = block->stream_uses.empty() ? 0 : events_.record(block, block->stream_uses);
+    ledger_.free_requested(block, events, ctx);
+    if (!caching_enabled_ && events == 0) release_if_uncached(block);
+  }
   [[noreturn]] void throw_oom(const AllocParams& p, std::unique_lock<FutexMutex>& lock);
   // --- releasing memory (release.cpp) ---
   struct AvailableRelease {
