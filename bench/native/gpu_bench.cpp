@@ -34,14 +34,16 @@ double ns_per(std::size_t n, F&& f) {
 
 // The pair's loop alone, kept out of line so callgrind can count inside it
 // (bench/backend-instructions.mjs: `--toggle-collect=*pair_loop*`).
-[[gnu::noinline]] void pair_loop(DeviceCachingAllocator& a, std::size_t n, StreamId stream = 0) {
-  for (std::size_t i = 0; i < n; ++i) a.free(a.malloc(4096, stream));
+[[gnu::noinline]] void pair_loop(DeviceCachingAllocator& a, std::size_t n, StreamId stream = 0,
+                                std::size_t size = 4096) {
+  for (std::size_t i = 0; i < n; ++i) a.free(a.malloc(size, stream));
 }
 
-// `pairs cuda|sim BLOCKS N [stream]`: N cached pairs over BLOCKS cached blocks on one backend,
-// for an instruction count (on the fake driver here: no GPU needed, no time printed); with
-// `stream`, on a stream the allocator created, as the first table's pairs are.
-int pairs_only(const char* backend, std::size_t blocks, std::size_t n, bool on_stream) {
+// `pairs cuda|sim BLOCKS N [stream] [SIZE]`: N cached pairs of SIZE bytes (4096) over BLOCKS
+// cached blocks on one backend, for an instruction count (on the fake driver here: no GPU
+// needed, no time printed); with `stream`, on a stream the allocator created, as the first
+// table's pairs are (with BLOCKS 0, the first table's pair of that size).
+int pairs_only(const char* backend, std::size_t blocks, std::size_t n, bool on_stream, std::size_t size) {
   const bool cuda = std::string(backend) == "cuda";
   std::unique_ptr<CudaPlatform> platform;
   std::unique_ptr<SimPlatform> sim;
@@ -58,16 +60,23 @@ int pairs_only(const char* backend, std::size_t blocks, std::size_t n, bool on_s
   DeviceCachingAllocator a(cuda ? static_cast<Device&>(platform->cuda_device(0)) : sim->device(0), AllocatorConfig{});
   bench::fill_cache(a, blocks);
   const StreamId stream = on_stream ? a.create_stream() : 0;
-  pair_loop(a, 1000, stream);  // warm
-  pair_loop(a, n, stream);
+  pair_loop(a, 1000, stream, size);  // warm
+  pair_loop(a, n, stream, size);
   a.empty_cache();
   return 0;
 }
 
 int main(int argc, char** argv) {
-  if ((argc == 5 || argc == 6) && std::string(argv[1]) == "pairs") {
-    return pairs_only(argv[2], std::strtoull(argv[3], nullptr, 10), std::strtoull(argv[4], nullptr, 10),
-                      argc == 6 && std::string(argv[5]) == "stream");
+  if (argc >= 5 && argc <= 7 && std::string(argv[1]) == "pairs") {
+    const bool on_stream = argc >= 6 && std::string(argv[5]) == "stream";
+    const int size_arg = on_stream ? 6 : 5;
+    const std::size_t size = argc > size_arg ? std::strtoull(argv[size_arg], nullptr, 10) : 4096;
+    if (size == 0) {
+      std::fprintf(stderr, "pairs: SIZE must be a positive number of bytes, got %s\n", argv[size_arg]);
+      return 2;
+    }
+    return pairs_only(argv[2], std::strtoull(argv[3], nullptr, 10), std::strtoull(argv[4], nullptr, 10), on_stream,
+                      size);
   }
   CudaProbe probe = probe_cuda();
   if (!probe.available) {
