@@ -22,21 +22,15 @@ Runtime::~Runtime() {
   platform_.reset();
 }
 
-namespace {
-[[noreturn]] void no_such_device(int device, int count) {
+void Runtime::no_such_device(int device) const {
+  const int count = device_count();
   throw InvalidArgumentError("device " + std::to_string(device) + " does not exist: there are " +
                                  std::to_string(count) + " devices (0.." + std::to_string(count - 1) + ")",
                              "ERR_CCA_INVALID_DEVICE");
 }
-}  // namespace
-
-CCA_HOT DeviceCachingAllocator& Runtime::allocator(int device) {
-  if (device < 0 || device >= device_count()) no_such_device(device, device_count());
-  return *allocators_[static_cast<std::size_t>(device)];
-}
 
 DeviceCompute& Runtime::compute(int device) {
-  if (device < 0 || device >= device_count()) no_such_device(device, device_count());
+  if (device < 0 || device >= device_count()) no_such_device(device);
   return *computes_[static_cast<std::size_t>(device)];
 }
 

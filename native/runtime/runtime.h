@@ -24,7 +24,11 @@ class Runtime {
 
   int device_count() const { return static_cast<int>(allocators_.size()); }
   // Throws InvalidArgumentError (ERR_CCA_INVALID_DEVICE) for an index out of range.
-  DeviceCachingAllocator& allocator(int device);
+  // (Inline: every allocation from JS or the C ABI asks it.)
+  DeviceCachingAllocator& allocator(int device) {
+    if (device < 0 || device >= device_count()) no_such_device(device);
+    return *allocators_[static_cast<std::size_t>(device)];
+  }
   // The same range check; the device's kernels and events.
   DeviceCompute& compute(int device);
   // Pinned host memory, one allocator for every device.
@@ -37,6 +41,7 @@ class Runtime {
   AllocatorConfig config() const;
 
  private:
+  [[noreturn]] void no_such_device(int device) const;
   std::unique_ptr<Platform> platform_;
   std::vector<std::unique_ptr<DeviceCachingAllocator>> allocators_;
   std::unique_ptr<HostCachingAllocator> host_;

@@ -28,8 +28,13 @@ struct TagStat {
 
 class TagLedger {
  public:
+  TagLedger() = default;
+  // Not copyable: a copy would share the memo below with this one's map.
+  TagLedger(const TagLedger&) = delete;
+  TagLedger& operator=(const TagLedger&) = delete;
+
   void allocated(std::uint32_t owner, std::uint32_t tag, std::int64_t size, std::int64_t requested) {
-    TagCounters& c = counters_[key(owner, tag)];
+    TagCounters& c = at(key(owner, tag));
     c.allocated += size;
     c.requested += requested;
     ++c.allocations;
@@ -38,7 +43,7 @@ class TagLedger {
     if (c.allocations > c.allocations_peak) c.allocations_peak = c.allocations;
   }
   void freed(std::uint32_t owner, std::uint32_t tag, std::int64_t size, std::int64_t requested) {
-    TagCounters& c = counters_[key(owner, tag)];
+    TagCounters& c = at(key(owner, tag));
     c.allocated -= size;
     c.requested -= requested;
     --c.allocations;
@@ -62,7 +67,20 @@ class TagLedger {
   static std::uint64_t key(std::uint32_t owner, std::uint32_t tag) { return (std::uint64_t{owner} << 32) | tag; }
 
  private:
+  // The last key's counters: a native client (or a JS label) allocates and frees under one
+  // tag in a row, and the map's hash lookup cost its pair ~70 instructions. An entry, once
+  // made, stays at its address (entries are never erased; a node map keeps them in place
+  // through rehashing).
+  TagCounters& at(std::uint64_t k) {
+    if (last_ == nullptr || k != last_key_) {
+      last_ = &counters_[k];
+      last_key_ = k;
+    }
+    return *last_;
+  }
   std::unordered_map<std::uint64_t, TagCounters> counters_;
+  std::uint64_t last_key_ = 0;
+  TagCounters* last_ = nullptr;
 };
 
 }  // namespace cca
