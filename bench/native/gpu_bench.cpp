@@ -71,8 +71,8 @@ int main(int argc, char** argv) {
     const bool on_stream = argc >= 6 && std::string(argv[5]) == "stream";
     const int size_arg = on_stream ? 6 : 5;
     const std::size_t size = argc > size_arg ? std::strtoull(argv[size_arg], nullptr, 10) : 4096;
-    if (size == 0) {
-      std::fprintf(stderr, "pairs: SIZE must be a positive number of bytes, got %s\n", argv[size_arg]);
+    if (size == 0 || argc > size_arg + 1) {
+      std::fprintf(stderr, "usage: pairs cuda|sim BLOCKS N [stream] [SIZE]: SIZE a positive number of bytes\n");
       return 2;
     }
     return pairs_only(argv[2], std::strtoull(argv[3], nullptr, 10), std::strtoull(argv[4], nullptr, 10), on_stream,

@@ -203,8 +203,13 @@ class Ledger {
   // Completes the free of a pending block and commits `change`.
   void complete_free(Block* block, StateChange& change, std::uint32_t stack);
   void return_to_pool(Block* block, StateChange& change);
-  static bool mergeable(const Block* neighbour, const Block& block);
-  void merge_with(Block* block, Block* prev, Block* next, StateChange& change);
+  struct Neighbours {
+    Block* prev;  // null when it does not merge
+    Block* next;
+  };
+  static Neighbours mergeable_neighbours(Block* block);
+  // Merges `block` with the neighbours given, taking them out of their sets.
+  void merge_with(Block* block, Neighbours n, StateChange& change);
   void absorb(Block* block, Block* neighbour, StateChange& change);
   // Merges `block` with free neighbours of the same mapped state, taking them out of their
   // sets; the caller records `block` after and puts it in the right set.

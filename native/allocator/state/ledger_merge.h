@@ -8,12 +8,17 @@
 
 namespace cca {
 
-// Whether a block's neighbour merges into it when it becomes free.
-CCA_HOT_INLINE bool Ledger::mergeable(const Block* neighbour, const Block& block) {
-  return neighbour != nullptr && neighbour->state == BlockState::kFree && neighbour->mapped == block.mapped;
+// The neighbours `block` merges with when it becomes free: free, and mapped as it is.
+CCA_HOT_INLINE Ledger::Neighbours Ledger::mergeable_neighbours(Block* block) {
+  Block* prev = block->prev.get();
+  Block* next = block->next.get();
+  const auto merges = [block](const Block* n) {
+    return n != nullptr && n->state == BlockState::kFree && n->mapped == block->mapped;
+  };
+  return Neighbours{merges(prev) ? prev : nullptr, merges(next) ? next : nullptr};
 }
 
-// Merges `block` with a free neighbour that mergeable() accepts.
+// Merges `block` with a neighbour that mergeable_neighbours() gave.
 CCA_HOT_INLINE void Ledger::absorb(Block* block, Block* neighbour, StateChange& change) {
   change.before(*neighbour);
   if (neighbour->mapped) {
@@ -25,16 +30,13 @@ CCA_HOT_INLINE void Ledger::absorb(Block* block, Block* neighbour, StateChange& 
   recycle(neighbour);
 }
 
-// Merges `block` with the neighbours given (each null, or one that mergeable() accepts).
-CCA_HOT_INLINE void Ledger::merge_with(Block* block, Block* prev, Block* next, StateChange& change) {
-  if (prev != nullptr) absorb(block, prev, change);
-  if (next != nullptr) absorb(block, next, change);
+CCA_HOT_INLINE void Ledger::merge_with(Block* block, Neighbours n, StateChange& change) {
+  if (n.prev != nullptr) absorb(block, n.prev, change);
+  if (n.next != nullptr) absorb(block, n.next, change);
 }
 
 CCA_HOT_INLINE void Ledger::merge_free_neighbours(Block* block, StateChange& change) {
-  Block* prev = block->prev.get();
-  Block* next = block->next.get();
-  merge_with(block, mergeable(prev, *block) ? prev : nullptr, mergeable(next, *block) ? next : nullptr, change);
+  merge_with(block, mergeable_neighbours(block), change);
 }
 
 }  // namespace cca

@@ -86,10 +86,9 @@ CCA_HOT_INLINE void Ledger::return_to_pool(Block* block, StateChange& change) {
 CCA_HOT_INLINE void Ledger::complete_free(Block* block, StateChange& change, std::uint32_t stack) {
   change.trace(TraceAction::kFreeCompleted, block->ptr, block->requested_size, block->stream, stack, block->tag,
                block->pool->pool_id);
-  Block* prev = mergeable(block->prev.get(), *block) ? block->prev.get() : nullptr;
-  Block* next = mergeable(block->next.get(), *block) ? block->next.get() : nullptr;
-  if (prev != nullptr || next != nullptr) {
-    merge_with(block, prev, next, change);
+  const Neighbours n = mergeable_neighbours(block);
+  if (n.prev != nullptr || n.next != nullptr) {
+    merge_with(block, n, change);
     return_to_pool(block, change);
   } else {
     return_to_pool(block, change);

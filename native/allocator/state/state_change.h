@@ -25,13 +25,7 @@ class StateChange {
              std::uint32_t tag, std::uint32_t pool = 0) {
     if (!tracing_) return;
     CCA_ASSERT(traces_.count < 2);
-    // Each slot by a constant index, so the compiler can keep the whole change in registers.
-    const TraceEntry e{addr, size, stream, 0, 0, stack, tag, pool, action};
-    if (traces_.count++ == 0) {
-      traces_.entries[0] = e;
-    } else {
-      traces_.entries[1] = e;
-    }
+    traces_.entries[traces_.count++] = TraceEntry{addr, size, stream, 0, 0, stack, tag, pool, action};
     // ticks and seq are left for Ledger::record_traces, which sets both before the entry
     // reaches the ring.
   }
