@@ -81,6 +81,20 @@ class Device {
   virtual Status stream_wait_event(StreamId stream, EventId event) = 0;
   virtual Status stream_add_callback(StreamId stream, void (*fn)(void*), void* data) = 0;
 
+  // Stream capture (CUDA graphs), as the allocator needs to see it: whether `stream` is being
+  // captured into a graph, and the capture's id (unique in the process while it lasts), so
+  // that an allocation on any stream of that capture (forked side streams included) goes to
+  // the capture's private pool. Must not disturb a capture (no synchronization, no event).
+  // Backends that cannot capture report no stream as capturing.
+  struct CaptureInfo {
+    bool active = false;
+    std::uint64_t id = 0;
+  };
+  virtual Status stream_capture_info(StreamId /*stream*/, CaptureInfo* out) {
+    *out = CaptureInfo{};
+    return Status::kOk;
+  }
+
   // Page-locked host memory, usable by every device's copies (the host caching allocator's
   // source of memory). kOutOfMemory when the system refuses.
   virtual Status host_alloc(void** out, std::size_t bytes) = 0;

@@ -96,7 +96,7 @@ CCA_HOT DevicePtr DeviceCachingAllocator::malloc_with(std::uint64_t size, Stream
   p.requested = size;
   p.size = round_size(static_cast<std::size_t>(size), config_);
   p.stream = stream;
-  p.pool = &pool_for(p.size);
+  p.pool = &pool_for(p.size, stream);
 
   bool found = caching_enabled_ && (get_free_block(p) || (trigger_free_memory_callbacks(lock) && get_free_block(p)));
   if (!found) {
@@ -107,7 +107,8 @@ CCA_HOT DevicePtr DeviceCachingAllocator::malloc_with(std::uint64_t size, Stream
     // A rejection (throw_on_cudamalloc_oom) ends the chain at once.
     found = alloc_block(p, false) ||
             (!p.rejected && (try_mempool_fallback(p) || (release_available_cached_blocks(p) && alloc_block(p, false))));
-    if (!found && !p.rejected) {
+    // Releasing the whole cache synchronizes every stream: never during a capture.
+    if (!found && !p.rejected && captures_.empty()) {
       release_cached_blocks();
       found = alloc_block(p, true);
     }
@@ -259,16 +260,18 @@ void DeviceCachingAllocator::record_stream(DevicePtr ptr, StreamId stream) {
   check_stream(stream);
   if (stream == block->stream) return;
   ledger_.stream_used(block, stream);
+  if (!captures_.empty()) note_capture_stream_use(block, stream);
   check_after_operation();
 }
 
 std::string DeviceCachingAllocator::validate() const {
   std::lock_guard<FutexMutex> lock(mu_);
-  return ledger_.validate(events_.pending());
+  return ledger_.validate(events_.pending() + deferred_.size());
 }
 
 void DeviceCachingAllocator::empty_cache() {
   std::lock_guard<FutexMutex> lock(mu_);
+  refuse_during_capture("empty_cache()");
   release_cached_blocks();
   check_after_operation();
 }
@@ -276,6 +279,7 @@ void DeviceCachingAllocator::empty_cache() {
 void DeviceCachingAllocator::set_caching_enabled(bool enabled) {
   std::lock_guard<FutexMutex> lock(mu_);
   if (enabled == caching_enabled_) return;
+  refuse_during_capture(enabled ? "turning caching on" : "turning caching off");
   if (!enabled) release_cached_blocks();
   caching_enabled_ = enabled;
   check_after_operation();

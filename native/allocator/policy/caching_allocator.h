@@ -260,6 +260,29 @@ class DeviceCachingAllocator {
   int pool_use_count(std::uint32_t pool) const;
   bool pool_exists(std::uint32_t pool) const;
 
+  // --- CUDA graph capture (captures.cpp; Note [Allocating under graph capture] there) ---
+  // A pool id no pool has yet (PyTorch's graph_pool_handle()): a capture given it creates
+  // the pool, and graphs given the same id share it.
+  std::uint32_t reserve_pool_id();
+  // Routes every allocation on a stream of capture `capture_id` (Device::stream_capture_info;
+  // side streams that joined the capture too) to private pool `pool` until
+  // end_allocate_to_capture. Creates the pool or adds a use to it: the graph's use, kept
+  // until release_pool when the graph goes. While any capture is routed on this device no
+  // event is recorded or queried, empty_cache and synchronizations are refused, and the OOM
+  // path does not release the whole cache. InvalidArgumentError (ERR_CCA_INVALID_POOL) for a
+  // released pool or one already routed to; ERR_CCA_CAPTURE_UNSUPPORTED with caching off.
+  void begin_allocate_to_capture(std::uint32_t pool, std::uint64_t capture_id);
+  // Ends the routing of one capture. The pool keeps the capture's use.
+  void end_allocate_to_capture(std::uint32_t pool, std::uint64_t capture_id);
+  // Whether any capture is routed on this device.
+  bool capture_underway() const;
+  // Frees waiting for the last capture to end (their blocks' events are recorded then).
+  std::size_t frees_deferred_by_capture() const;
+  // A test hook: with false, begin_allocate_to_capture still counts the capture (events
+  // stay off) but routes nothing to its pool, so eager work may take the graph's memory:
+  // the corruption a capture-aware allocator prevents, shown by a negative control.
+  void set_capture_routing_for_tests(bool route);
+
   // Stack ids still referenced by live blocks, segments or the ring (for the JS stack table).
   std::vector<std::uint32_t> referenced_stacks() const;
 
@@ -291,11 +314,12 @@ class DeviceCachingAllocator {
     if (stream != 0 && stream != last_live_stream_) check_stream_in_set(stream);
   }
   void check_stream_in_set(StreamId stream) const;
-  // The pool a rounded request goes to: the thread's routed MemPool, else the default one.
-  const BlockPool& pool_for(std::size_t rounded) const {
+  // The pool a rounded request goes to: a capture's pool when `stream` is being captured,
+  // else the thread's routed MemPool, else the default one.
+  const BlockPool& pool_for(std::size_t rounded, StreamId stream) const {
     const bool small = is_small_request(rounded);
     // Routes are rare: the common case asks for nothing but the default pool.
-    if (!routes_.empty()) return pool_of(routed_pool(), small);
+    if (routed_) return pool_of(routed_pool(stream), small);
     return ledger_.default_pool(small);
   }
   // A MemPool's small or large pool; the default pools for nullptr.
@@ -321,6 +345,9 @@ class DeviceCachingAllocator {
   // Recording the events is the one step that can fail; it comes before any change. (Inline:
   // the cached free's path.)
   void free_block(const Block* block, CallContext ctx) {
+    if (capture_work_) {
+      if (free_during_capture(block, ctx)) return;
+    }
     const int events = block->stream_uses.empty() ? 0 : events_.record(block, block->stream_uses);
     ledger_.free_requested(block, events, ctx);
     if (!caching_enabled_ && events == 0) release_if_uncached(block);
@@ -370,8 +397,23 @@ class DeviceCachingAllocator {
   const Block* try_allocate_expandable_block(const AllocParams& p);
   void unmap_block(const Block* block);
   void release_expandable_segment(const Block* block);
+  // --- captures (captures.cpp) ---
+  // free_block while capture bookkeeping exists: forgets the block's capture-time stream
+  // uses, and during a capture defers a free that would record events (true: done).
+  bool free_during_capture(const Block* block, CallContext ctx);
+  // record_stream's bookkeeping during a capture (the use is dropped when the free's events
+  // are finally recorded: the capture's streams run only inside the graph).
+  void note_capture_stream_use(const Block* block, StreamId stream);
+  // After the last capture ended: records the deferred frees' events.
+  void insert_deferred_events();
+  // ERR_CCA_CAPTURE_UNSUPPORTED for `what` while a capture is routed here.
+  void refuse_during_capture(const char* what) const;
+  // Pool ids, unique in the process (mem_pools.cpp): the next one taken, and the next to come.
+  static std::uint32_t next_pool_id();
+  static std::uint32_t peek_next_pool_id();
+  void update_routing_flags();
   // --- MemPools (mem_pools.cpp) ---
-  const PrivatePool* routed_pool() const;
+  const PrivatePool* routed_pool(StreamId stream) const;
   const PrivatePool& private_pool(std::uint32_t pool) const;  // throws for an unknown id
   void release_freeable_pools();
   // --- copies (copies.cpp) ---
@@ -385,7 +427,7 @@ class DeviceCachingAllocator {
   // In CCA_DEBUG >= 3 builds, runs the validator and aborts on a broken invariant.
   void check_after_operation() const {
     if (CCA_VALIDATE_EVERY_OPERATION) {
-      const std::string problem = ledger_.validate(events_.pending());
+      const std::string problem = ledger_.validate(events_.pending() + deferred_.size());
       if (!problem.empty()) CCA_FAIL(problem.c_str());
     }
   }
@@ -414,8 +456,24 @@ class DeviceCachingAllocator {
   bool fraction_set_ = false;
   double fraction_ = 1.0;
   std::size_t allowed_memory_maximum_ = 0;
-  // (thread, pool) routes in the order they began: PyTorch's captures_underway.
+  // (thread, pool) routes in the order they began: PyTorch's captures_underway for MemPools.
   std::vector<std::pair<std::thread::id, std::uint32_t>> routes_;
+  // (capture id, pool) routes in the order they began: the captures underway.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> captures_;
+  bool capture_routing_ = true;  // false only by the tests' hook
+  // Set while routes_ or captures_ is non-empty: pool_for's one test on the cached path.
+  bool routed_ = false;
+  // Set while captures_, deferred_ or capture_uses_ is non-empty: free_block's and
+  // process_events' one test on the cached path.
+  bool capture_work_ = false;
+  struct DeferredFree {
+    const Block* block;
+    std::vector<StreamId> uses;      // the streams its events go on
+  };
+  std::vector<DeferredFree> deferred_;  // frees waiting for no capture to be underway
+  // Streams recorded on a live block while a capture was underway (PyTorch's
+  // block_to_cudagraph_stream_uses).
+  std::unordered_map<const Block*, std::vector<StreamId>> capture_uses_;
   std::vector<std::uint32_t> use_on_oom_pools_;  // in the order they were marked
   std::uint32_t trace_subscriber_ = 0;           // the owner whose onTrace holds the queue
   std::vector<std::function<bool()>> free_memory_callbacks_;

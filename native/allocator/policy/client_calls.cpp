@@ -112,6 +112,7 @@ void DeviceCachingAllocator::release_stream(StreamId stream) {
     --it->second;
     return;
   }
+  refuse_during_capture("releasing the last adoption of a stream (it waits for the stream)");
   forget_stream_locked(stream, false);
   adopted_.erase(stream);
 }

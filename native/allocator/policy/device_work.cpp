@@ -16,7 +16,10 @@ void DeviceCachingAllocator::enqueue_on_buffers(StreamId stream, const BufferUse
   if (record) {
     for (std::size_t i = 0; i < count; ++i) {
       const Block* block = ledger_.find_allocated(uses[i].base);  // null for another process's memory
-      if (block != nullptr && block->stream != stream) ledger_.stream_used(block, stream);
+      if (block != nullptr && block->stream != stream) {
+        ledger_.stream_used(block, stream);
+        if (!captures_.empty()) note_capture_stream_use(block, stream);
+      }
     }
   }
   Status s = enqueue(context);

@@ -19,13 +19,28 @@ InvalidArgumentError unknown_pool(std::uint32_t pool, int device) {
 }
 }  // namespace
 
+std::uint32_t DeviceCachingAllocator::next_pool_id() { return g_next_pool_id.fetch_add(1); }
+std::uint32_t DeviceCachingAllocator::peek_next_pool_id() { return g_next_pool_id.load(); }
+
 const PrivatePool& DeviceCachingAllocator::private_pool(std::uint32_t pool) const {
   const PrivatePool* p = ledger_.private_pool(pool);
   if (p == nullptr) throw unknown_pool(pool, device_.index());
   return *p;
 }
 
-const PrivatePool* DeviceCachingAllocator::routed_pool() const {
+// A capture's pool first: memory a graph's work names must never be handed to work outside
+// the graph, even inside use_mem_pool (PyTorch tries the newest route first, whatever kind).
+const PrivatePool* DeviceCachingAllocator::routed_pool(StreamId stream) const {
+  if (!captures_.empty() && capture_routing_) {
+    Device::CaptureInfo info;
+    const Status s = device_.stream_capture_info(stream, &info);
+    if (s != Status::kOk) throw device_error(device_, "cudaStreamGetCaptureInfo", s);
+    if (info.active) {
+      for (auto it = captures_.rbegin(); it != captures_.rend(); ++it) {
+        if (it->first == info.id) return ledger_.private_pool(it->second);
+      }
+    }
+  }
   const std::thread::id self = std::this_thread::get_id();
   for (auto it = routes_.rbegin(); it != routes_.rend(); ++it) {
     if (it->first == self) return ledger_.private_pool(it->second);
@@ -35,7 +50,7 @@ const PrivatePool* DeviceCachingAllocator::routed_pool() const {
 
 std::uint32_t DeviceCachingAllocator::create_pool(bool no_split) {
   std::lock_guard<FutexMutex> lock(mu_);
-  const std::uint32_t id = g_next_pool_id.fetch_add(1);
+  const std::uint32_t id = next_pool_id();
   ledger_.pool_created(id, no_split);
   return id;
 }
@@ -70,6 +85,7 @@ void DeviceCachingAllocator::begin_allocate_to_pool(std::uint32_t pool) {
   if (private_pool(pool).use_count <= 0) throw unknown_pool(pool, device_.index());
   ledger_.pool_use_changed(pool, +1);
   routes_.emplace_back(std::this_thread::get_id(), pool);
+  update_routing_flags();
 }
 
 void DeviceCachingAllocator::end_allocate_to_pool(std::uint32_t pool) {
@@ -78,6 +94,7 @@ void DeviceCachingAllocator::end_allocate_to_pool(std::uint32_t pool) {
   for (auto it = routes_.rbegin(); it != routes_.rend(); ++it) {
     if (it->first == self && it->second == pool) {
       routes_.erase(std::next(it).base());
+      update_routing_flags();
       ledger_.pool_use_changed(pool, -1);
       release_freeable_pools();
       return;

@@ -127,10 +127,17 @@ void DeviceCachingAllocator::garbage_collect_cached_blocks() {
 }
 
 CCA_HOT void DeviceCachingAllocator::process_events() {
+  if (capture_work_) {
+    // No event is queried during a capture (the driver would invalidate it); after the
+    // last one, the frees it deferred get their events first.
+    if (!captures_.empty()) return;
+    if (!deferred_.empty()) insert_deferred_events();
+  }
   events_.process([this](const Block* b) { free_completed(b); });
 }
 
 void DeviceCachingAllocator::synchronize_and_free_events() {
+  if (!deferred_.empty()) insert_deferred_events();
   ledger_.count(Counter::kSyncAllStreams);
   events_.synchronize_all([this](const Block* b) { free_completed(b); });
 }

@@ -18,6 +18,7 @@ void DeviceCachingAllocator::destroy_stream(StreamId stream) {
   std::lock_guard<FutexMutex> lock(mu_);
   if (stream == 0) throw InvalidArgumentError("the default stream cannot be destroyed", "ERR_CCA_INVALID_STREAM");
   check_stream(stream);
+  refuse_during_capture("destroying a stream");
   if (adopted_.count(stream) != 0) {
     throw InvalidArgumentError("stream " + hex(stream) + " was adopted, not created, by the allocator: release it "
                                "(stream_release) and let its owner destroy it", "ERR_CCA_INVALID_STREAM");
@@ -41,6 +42,7 @@ void DeviceCachingAllocator::forget_stream_locked(StreamId stream, bool destroy)
 void DeviceCachingAllocator::synchronize_stream(StreamId stream) {
   std::lock_guard<FutexMutex> lock(mu_);
   check_stream(stream);
+  refuse_during_capture("synchronizing a stream");
   Status s = device_.stream_synchronize(stream);
   if (s != Status::kOk) throw device_error(device_, "cudaStreamSynchronize", s);
   process_events();
@@ -49,6 +51,7 @@ void DeviceCachingAllocator::synchronize_stream(StreamId stream) {
 bool DeviceCachingAllocator::query_stream(StreamId stream) {
   std::lock_guard<FutexMutex> lock(mu_);
   check_stream(stream);
+  refuse_during_capture("querying a stream (stream.done())");
   Status s = device_.stream_query(stream);
   if (s == Status::kNotReady) return false;
   if (s != Status::kOk) throw device_error(device_, "cudaStreamQuery", s);
@@ -57,6 +60,7 @@ bool DeviceCachingAllocator::query_stream(StreamId stream) {
 
 void DeviceCachingAllocator::synchronize() {
   std::lock_guard<FutexMutex> lock(mu_);
+  refuse_during_capture("synchronize()");
   Status s = device_.device_synchronize();
   if (s != Status::kOk) throw device_error(device_, "cudaDeviceSynchronize", s);
   process_events();

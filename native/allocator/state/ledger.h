@@ -115,6 +115,9 @@ class Ledger {
   void free_requested(const Block* block, int events, CallContext ctx);
   // One of the block's events completed; with the last, its free completes.
   void event_completed(const Block* block);
+  // A free deferred by a graph capture (requested with one stand-in event, the capture's
+  // end) got its real events: `events` of them now outstanding; with none it completes.
+  void deferred_events_recorded(const Block* block, int events);
   // The device freed the segment of this free, unsplit block.
   void segment_released(const Block* block);
   // Expandable segments (Note [Expandable segments] in expandable_segments.cpp).

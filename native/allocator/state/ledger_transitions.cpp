@@ -144,6 +144,19 @@ void Ledger::event_completed(const Block* waiting) {
   complete_free(block, change, trace_stack(block->alloc_stack));
 }
 
+void Ledger::deferred_events_recorded(const Block* waiting, int events) {
+  Block* block = own(waiting);
+  CCA_ASSERT(block->state == BlockState::kPendingFree && block->event_count == 1 && events >= 0);
+  if (events > 0) {
+    block->event_count = events;  // no stat counts events: nothing to commit
+    return;
+  }
+  block->event_count = 0;
+  StateChange change(tracing());
+  change.before(*block);
+  complete_free(block, change, trace_stack(block->alloc_stack));
+}
+
 void Ledger::segment_released(const Block* released) {
   Block* block = own(released);
   CCA_ASSERT(block->state == BlockState::kFree && !block->is_split() && !block->expandable);

@@ -66,6 +66,7 @@ class SimDevice final : public Device, public CopyEngine {
   Status event_elapsed_ms(EventId start, EventId end, float* ms) override;
   Status stream_wait_event(StreamId stream, EventId event) override;
   Status stream_add_callback(StreamId stream, void (*fn)(void*), void* data) override;
+  Status stream_capture_info(StreamId stream, CaptureInfo* out) override;
 
   struct Callback {
     void (*fn)(void*);
@@ -83,6 +84,18 @@ class SimDevice final : public Device, public CopyEngine {
   void fail_next_mallocs(int n, std::size_t after_bytes = 0);
   // The next n event queries report kError.
   void fail_next_event_queries(int n);
+  // A capture's status only, for the allocator's tests: `stream` reports itself captured
+  // (with the returned id, or `join`'s id: a side stream forked into that capture) until
+  // end_capture_status. The simulator records no graph and runs no kernel; while any of its
+  // streams is marked, event records, queries and synchronizations fail as the driver's
+  // global capture mode makes them fail (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), and are
+  // counted, so a test sees an allocator that would have invalidated a real capture.
+  std::uint64_t begin_capture_status(StreamId stream, std::uint64_t join = 0);
+  void end_capture_status(StreamId stream);
+  // Event records, queries and synchronizations refused because a capture was underway.
+  std::size_t capture_violations() const;
+  // Every event record, query and synchronize asked of this device (for "no event work").
+  std::size_t event_calls() const;
   std::size_t used_bytes() const;
   std::size_t live_allocations() const;
   std::size_t pending_events() const;
@@ -128,6 +141,8 @@ class SimDevice final : public Device, public CopyEngine {
   void complete_unblocked_locked(std::vector<Callback>& due);
   void finish_event_locked(Event& ev);
   bool stream_known_locked(StreamId stream) const;
+  // kError, counted, when a capture is underway on this device: the driver refuses the call.
+  Status refuse_during_capture_locked(const char* what);
   // Whether a malloc or page map of `size` fails by fault injection (fail_next_mallocs).
   bool injected_failure_locked(std::size_t size);
 
@@ -154,6 +169,9 @@ class SimDevice final : public Device, public CopyEngine {
   int fail_mallocs_ = 0;
   std::size_t fail_after_bytes_ = 0;
   int fail_event_queries_ = 0;
+  std::unordered_map<StreamId, std::uint64_t> capturing_;  // stream -> capture id
+  std::size_t capture_violations_ = 0;
+  std::size_t event_calls_ = 0;
 };
 
 class SimPlatform final : public Platform {

@@ -3,6 +3,8 @@
 // with it the events, queued copies and host callbacks behind it. The memory side is
 // sim_device.cpp.
 #include <algorithm>
+#include <atomic>
+#include <string>
 #include <chrono>
 
 #include "sim_device.h"
@@ -67,6 +69,7 @@ Status SimDevice::stream_synchronize(StreamId stream) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "unknown stream");
+    if (!capturing_.empty()) return refuse_during_capture_locked("cudaStreamSynchronize");
     complete_stream_locked(stream, due);
   }
   run_callbacks(due);
@@ -88,6 +91,7 @@ Status SimDevice::device_synchronize() {
   std::vector<Callback> due;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!capturing_.empty()) return refuse_during_capture_locked("cudaDeviceSynchronize");
     for (auto& [stream, w] : work_) {
       for (auto& c : w.copies) c();
       w.copies.clear();
@@ -124,6 +128,8 @@ Status SimDevice::event_create_timed(EventId* out) {
 
 Status SimDevice::event_record(EventId event, StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
+  ++event_calls_;
+  if (!capturing_.empty()) return refuse_during_capture_locked("cudaEventRecord");
   auto it = events_.find(event);
   if (it == events_.end() || destroyed_.count(event)) return fail(Status::kInvalidValue, "record of an unknown event");
   if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "record on an unknown stream");
@@ -135,6 +141,8 @@ Status SimDevice::event_record(EventId event, StreamId stream) {
 
 Status SimDevice::event_query(EventId event) {
   std::lock_guard<std::mutex> lock(mu_);
+  ++event_calls_;
+  if (!capturing_.empty()) return refuse_during_capture_locked("cudaEventQuery");
   if (fail_event_queries_ > 0) {
     --fail_event_queries_;
     return fail(Status::kError, "simulated cudaEventQuery failure (fault injection)");
@@ -148,6 +156,8 @@ Status SimDevice::event_synchronize(EventId event) {
   std::vector<Callback> due;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    ++event_calls_;
+    if (!capturing_.empty()) return refuse_during_capture_locked("cudaEventSynchronize");
     auto it = events_.find(event);
     if (it == events_.end()) return fail(Status::kInvalidValue, "synchronize of an unknown event");
     // Waiting on an event means the work before it ran: the simulated stream catches up.
@@ -317,6 +327,49 @@ std::size_t SimDevice::pending_events() const {
   std::size_t n = 0;
   for (const auto& [id, ev] : events_) n += ev.pending ? 1 : 0;
   return n;
+}
+
+}  // namespace cca
+
+namespace cca {
+
+Status SimDevice::refuse_during_capture_locked(const char* what) {
+  ++capture_violations_;
+  return fail(Status::kError, std::string(what) +
+                                  " while a stream of this device is being captured: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED "
+                                  "(a real driver would also invalidate the capture)");
+}
+
+Status SimDevice::stream_capture_info(StreamId stream, CaptureInfo* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "capture info of an unknown stream");
+  auto it = capturing_.find(stream);
+  *out = it == capturing_.end() ? CaptureInfo{} : CaptureInfo{true, it->second};
+  return Status::kOk;
+}
+
+std::uint64_t SimDevice::begin_capture_status(StreamId stream, std::uint64_t join) {
+  // Ids unique in the process, as the driver's are.
+  static std::atomic<std::uint64_t> next_capture{1};
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::uint64_t id = join != 0 ? join : next_capture.fetch_add(1);
+  capturing_[stream] = id;
+  return id;
+}
+
+void SimDevice::end_capture_status(StreamId stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  capturing_.erase(stream);
+}
+
+std::size_t SimDevice::capture_violations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return capture_violations_;
+}
+
+std::size_t SimDevice::event_calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return event_calls_;
 }
 
 }  // namespace cca
