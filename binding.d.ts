@@ -180,6 +180,17 @@ export interface NativeBinding {
   functionAttributes(device: number, fn: number): KernelAttributes;
   functionSetMaxDynamicShared(device: number, fn: number, bytes: number): void;
   launchLimits(device: number): LaunchLimits;
+  // CUDA graphs (graph_functions.cpp). mode: 0 global, 1 thread_local, 2 relaxed; pool 0: the graph's own.
+  graphPoolHandle(device: number): number;
+  graphCaptureBegin(device: number, stream: number, pool: number, mode: number): number;
+  graphCaptureEnd(device: number, stream: number): number;
+  graphCaptureAbort(device: number, stream: number): void;
+  graphLaunch(device: number, graph: number, stream: number): void;
+  graphUpload(device: number, graph: number, stream: number): void;
+  graphDestroy(device: number, graph: number): void;
+  graphInfo(device: number, graph: number): { pool: number; nodes: number };
+  captureState(device: number): { underway: boolean; deferredFrees: number };
+  captureRoutingForTests(device: number, route: boolean): void;
   /**
    * Binds `kernel` (any object; the Kernel) to its arrays, once: shape [gx, gy, gz, bx, by,
    * bz, sharedBytes], the packed parameters, and [base, offset, bytes] per buffer range.

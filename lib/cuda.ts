@@ -1,5 +1,6 @@
 // The `cuda` namespace: devices, streams, allocation and the simulator's controls.
 import { DeviceBuffer, makeDeviceBuffer } from './device-buffer.js';
+import { recording } from './compute/capture-state.js';
 import { CudaOutOfMemoryError, InvalidArgumentError } from './errors.js';
 import { capture, forgetHistorySettings, sampleStack } from './history/record.js';
 import { forgetCachingSettings } from './caching.js';
@@ -93,7 +94,9 @@ export function alloc(size: number, options?: AllocOptions): DeviceBuffer {
     if (e instanceof CudaOutOfMemoryError) notifyOutOfMemory(e);
     throw e;
   }
-  return makeDeviceBuffer(slots[0]!, size, stream, generation());
+  const buffer = makeDeviceBuffer(slots[0]!, size, stream, generation());
+  if (recording !== null) recording.allocated.add(buffer);
+  return buffer;
 }
 
 /**

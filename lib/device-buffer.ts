@@ -14,6 +14,7 @@ import { InvalidArgumentError } from './errors.js';
 import { checkStream } from './stream.js';
 import { checkOptions } from './validate.js';
 import { exportDLPack, type DLPackOptions } from './interop/dlpack.js';
+import { recording } from './compute/capture-state.js';
 
 export interface AsyncCopyOptions {
   /** Where in this buffer, in bytes (default 0). */
@@ -49,6 +50,13 @@ function hostView(op: string, value: unknown): ArrayBufferView {
 // anyway; this makes the mistake an error at the constructor.
 const ALLOC_KEY: unique symbol = Symbol('cuda.alloc');
 
+let adjustGraphs: (b: DeviceBuffer, delta: number) => void;
+
+/** @internal For compute/graph.ts: a live graph names `buffer` (+1) or no longer does (-1). */
+export function holdForGraph(buffer: DeviceBuffer, delta: number): void {
+  adjustGraphs(buffer, delta);
+}
+
 /** @internal For cuda.alloc() only. */
 export function makeDeviceBuffer(ptr: number, size: number, stream: Stream, gen: number, imported = false): DeviceBuffer {
   return new DeviceBuffer(ALLOC_KEY, ptr, size, stream, gen, imported);
@@ -69,6 +77,15 @@ export class DeviceBuffer {
   // each other: an imported buffer cannot be lent.
   #holding: 'own' | 'lent' | 'imported';
   readonly #generation: number;
+  // Live CUDA graphs whose work names this buffer (compute/graph.ts): free() is refused
+  // while any does.
+  #graphs = 0;
+
+  static {
+    adjustGraphs = (b, delta) => {
+      b.#graphs += delta;
+    };
+  }
 
   /** @internal Buffers come from cuda.alloc(); this constructor throws for anyone else. */
   constructor(key: typeof ALLOC_KEY, ptr: number, size: number, stream: Stream, gen: number, imported = false) {
@@ -101,6 +118,7 @@ export class DeviceBuffer {
    */
   free(): void {
     DeviceBuffer.#assertLive(this, 'free');
+    if (this.#graphs !== 0 || recording !== null) this.#assertNotInGraph();
     if (this.#holding !== 'own') {
       if (this.#holding === 'imported') native.closeIpc(this.device, this.ptr);
       else native.releaseExported(this.device, this.ptr);
@@ -117,6 +135,23 @@ export class DeviceBuffer {
       }
     }
     this.#freed = true;
+  }
+
+  /** The number of live CUDA graphs whose captured work names this buffer. */
+  get graphUses(): number {
+    return this.#graphs;
+  }
+
+  #assertNotInGraph(): void {
+    const r = recording;
+    const inCapture = r !== null && r.named.has(this) && !r.allocated.has(this);
+    if (this.#graphs === 0 && !inCapture) return;
+    const why = this.#graphs !== 0
+      ? `${this.#graphs} live CUDA graph${this.#graphs === 1 ? '' : 's'} name${this.#graphs === 1 ? 's' : ''} it`
+      : 'the graph being captured names it (it was allocated before the capture)';
+    throw new InvalidArgumentError(`cannot free the buffer at 0x${this.ptr.toString(16)} on device ${this.device}: ${why}, ` +
+      'and every launch of a graph writes the memory its capture named; destroy the graph first (graph.destroy())',
+    'ERR_CCA_BUFFER_IN_GRAPH');
   }
 
   /**
@@ -213,12 +248,14 @@ export class DeviceBuffer {
       this.#checkLength('copyFromAsync', src.size, o.offset);
       if (src.size > 0) {
         native.copyDeviceAsync(this.device, this.ptr, o.offset, src.size, buf.ptr, srcOffset, src.size, stream.handle, o.record);
+        if (recording !== null) recording.named.add(this).add(buf);
       }
       return this;
     }
     const view = hostView('copyFromAsync', src);
     this.#checkLength('copyFromAsync', view.byteLength, o.offset);
     if (view.byteLength > 0) native.copyToDeviceAsync(this.device, this.ptr, o.offset, view, stream.handle, o.record);
+    if (recording !== null) recording.named.add(this);
     return this;
   }
 
@@ -233,6 +270,7 @@ export class DeviceBuffer {
     const view = hostView('copyToAsync', dst);
     this.#checkLength('copyToAsync', view.byteLength, o.offset);
     if (view.byteLength > 0) native.copyToHostAsync(this.device, this.ptr, o.offset, view, stream.handle, o.record);
+    if (recording !== null) recording.named.add(this);
     return dst;
   }
 

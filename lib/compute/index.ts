@@ -3,6 +3,7 @@ export { Module, type ModuleLoadOptions } from './module.js';
 export { Kernel, type LaunchConfig, type Dim3 } from './kernel.js';
 export { Event, type EventOptions } from './event.js';
 export { BufferView } from './buffer-view.js';
+export { captureGraph, graphPoolHandle, captureState, CudaGraph, GraphPool, type CaptureMode, type CaptureOptions } from './graph.js';
 export { compile, compilerInfo, type CompileOptions, type CompiledProgram } from './compile.js';
 export type { ParamType, ScalarType, StructType, ArgOf, ArgsOf } from './signature.js';
 export type { CompilerInfo, KernelAttributes, LaunchLimits } from '../../binding.js';

@@ -8,6 +8,7 @@ import { native } from '../native.js';
 import { checkStream, defaultStream, type Stream } from '../stream.js';
 import { checkInteger, checkOptions, describe, rangeError, typeError } from '../validate.js';
 import { BufferView } from './buffer-view.js';
+import { recording } from './capture-state.js';
 import type { Module } from './module.js';
 import { Kind, type ArgsOf, type Layout, type ParamType } from './signature.js';
 import type { KernelAttributes } from '../../binding.js';
@@ -255,6 +256,18 @@ export class Kernel<T extends readonly ParamType[] = readonly ParamType[]> {
       stream = implied ?? defaultStream(this.device);
     }
     native.launchBound(this, stream.handle, useCount, record ? 1 : 0);
+    if (recording !== null) this.#nameBuffers(args);
+  }
+
+  // The buffers a captured launch names belong to the graph (capture-state.ts).
+  #nameBuffers(args: readonly unknown[]): void {
+    const kinds = this.#layout.kinds;
+    for (let i = 0; i < kinds.length; i++) {
+      if (kinds[i] !== Kind.Ptr) continue;
+      const v = args[i];
+      const buf = v instanceof BufferView ? v.buffer : (v as DeviceBuffer);
+      if (buf.ptr !== 0) recording!.named.add(buf);
+    }
   }
 
   #argName(i: number): string {

@@ -77,6 +77,8 @@ Napi::Value StreamDone(const Napi::CallbackInfo& info) {
   const int device = device_arg(info, 0);
   const StreamId stream = u64_arg(info, 1, "stream");
   r.allocator(device).require_live_stream(stream);  // before anything is made
+  // Inside a capture the host function would become a node of the graph, run at each launch.
+  r.allocator(device).refuse_if_capturing("stream.done()");
   auto* c = new Completion{};
   napi_value promise, name;
   NAPI_THROW_IF_FAILED(env, napi_create_promise(env, &c->deferred, &promise), Napi::Value());

@@ -306,6 +306,7 @@ void DeviceCompute::event_record(EventId event, StreamId stream) {
 }
 
 bool DeviceCompute::event_query(EventId event) {
+  allocator_.refuse_if_capturing("event.done() (an event query)");
   std::lock_guard<std::mutex> lock(mu_);
   event_timed_locked(event, "querying an event");
   Status s = device_.event_query(event);
@@ -315,6 +316,7 @@ bool DeviceCompute::event_query(EventId event) {
 }
 
 void DeviceCompute::event_synchronize(EventId event) {
+  allocator_.refuse_if_capturing("event.synchronize()");
   {
     std::lock_guard<std::mutex> lock(mu_);
     event_timed_locked(event, "synchronizing an event");

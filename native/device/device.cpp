@@ -14,6 +14,7 @@ const char* status_name(Status s) {
     case Status::kNotFound: return "not found";
     case Status::kUnsupported: return "not supported";
     case Status::kFault: return "kernel fault";
+    case Status::kCaptureInvalidated: return "stream capture invalidated";
   }
   return "unknown status";
 }

@@ -26,6 +26,8 @@ enum class Status {
   // A kernel faulted (illegal address, trap, assert): the context is unusable and every
   // later call on it fails the same way, as a real driver's sticky errors do.
   kFault,
+  // A stream capture was invalidated by a call the capture forbids (the graph is lost).
+  kCaptureInvalidated,
 };
 
 const char* status_name(Status s);
@@ -129,6 +131,7 @@ class CopyEngine {
 };
 
 class KernelEngine;  // kernels.h
+class GraphEngine;   // graphs.h
 
 // A set of devices of one backend.
 class Platform {
@@ -140,6 +143,8 @@ class Platform {
   virtual CopyEngine& copy_engine(int index) = 0;
   // The device's kernel engine, or nullptr where the backend runs no kernels (the sim).
   virtual KernelEngine* kernel_engine(int /*index*/) { return nullptr; }
+  // The device's graph engine, or nullptr where the backend cannot capture (the sim).
+  virtual GraphEngine* graph_engine(int /*index*/) { return nullptr; }
 };
 
 }  // namespace cca

@@ -12,11 +12,13 @@ Runtime::Runtime(std::unique_ptr<Platform> platform, const AllocatorConfig& conf
     allocators_.push_back(std::make_unique<DeviceCachingAllocator>(platform_->device(i), config, &platform_->copy_engine(i)));
     computes_.push_back(std::make_unique<DeviceCompute>(platform_->device(i), platform_->kernel_engine(i),
                                                         platform_->copy_engine(i), *allocators_.back(), *host_));
+    graphs_.push_back(std::make_unique<DeviceGraphs>(platform_->device(i), platform_->graph_engine(i), *allocators_.back()));
   }
 }
 
 Runtime::~Runtime() {
-  computes_.clear();    // modules and events go before the memory their work used
+  graphs_.clear();      // graphs, then modules and events, go before the memory their work used
+  computes_.clear();
   host_.reset();
   allocators_.clear();  // allocators return their segments before the devices go away
   platform_.reset();
@@ -32,6 +34,11 @@ void Runtime::no_such_device(int device) const {
 DeviceCompute& Runtime::compute(int device) {
   if (device < 0 || device >= device_count()) no_such_device(device);
   return *computes_[static_cast<std::size_t>(device)];
+}
+
+DeviceGraphs& Runtime::graphs(int device) {
+  if (device < 0 || device >= device_count()) no_such_device(device);
+  return *graphs_[static_cast<std::size_t>(device)];
 }
 
 void Runtime::set_config(const AllocatorConfig& config) {

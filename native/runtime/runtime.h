@@ -11,6 +11,7 @@
 #include "../allocator/policy/caching_allocator.h"
 #include "../allocator/policy/config.h"
 #include "../compute/device_compute.h"
+#include "../compute/device_graphs.h"
 #include "../device/device.h"
 #include "../host/host_caching_allocator.h"
 
@@ -31,6 +32,8 @@ class Runtime {
   }
   // The same range check; the device's kernels and events.
   DeviceCompute& compute(int device);
+  // The same range check; the device's CUDA graphs.
+  DeviceGraphs& graphs(int device);
   // Pinned host memory, one allocator for every device.
   HostCachingAllocator& host() { return *host_; }
   Platform& platform() { return *platform_; }
@@ -46,6 +49,7 @@ class Runtime {
   std::vector<std::unique_ptr<DeviceCachingAllocator>> allocators_;
   std::unique_ptr<HostCachingAllocator> host_;
   std::vector<std::unique_ptr<DeviceCompute>> computes_;
+  std::vector<std::unique_ptr<DeviceGraphs>> graphs_;
   std::string note_;
   mutable std::mutex mu_;
   AllocatorConfig config_;

@@ -116,6 +116,10 @@ FAKE CUresult cuGetErrorName(CUresult r, const char** s) {
     case kInvalidContext: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
     case kNotFound: *s = "CUDA_ERROR_NOT_FOUND"; break;
     case kIllegalAddress: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
+    case fake::kCaptureUnsupported: *s = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"; break;
+    case fake::kCaptureInvalidated: *s = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"; break;
+    case fake::kCapturedEvent: *s = "CUDA_ERROR_CAPTURED_EVENT"; break;
+    case fake::kIllegalState: *s = "CUDA_ERROR_ILLEGAL_STATE"; break;
     default: *s = nullptr; return kInvalidValue;
   }
   return kSuccess;
@@ -222,6 +226,7 @@ FAKE CUresult cuCtxDestroy_v2(void* ctx) {
 FAKE CUresult cuCtxSynchronize() {
   fake::count_call();
   std::lock_guard<std::mutex> lock(mu);
+  if (fake::refused_by_capture()) return fake::kCaptureUnsupported;
   complete(&default_stream);
   for (Stream* st : streams) complete(st);
   FAKE_STICKY();
@@ -233,6 +238,7 @@ FAKE CUresult cuMemAlloc_v2(unsigned long long* p, std::size_t size) {
   fake::note_context();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
+  if (fake::refused_by_capture()) return fake::kCaptureUnsupported;
   if (CUresult r = take_capacity(size); r != kSuccess) return r;
   void* mem = fake::backing_alloc(size);
   if (mem == nullptr) {
@@ -249,6 +255,7 @@ FAKE CUresult cuMemFree_v2(unsigned long long p) {
   fake::note_context();
   std::lock_guard<std::mutex> lock(mu);
   FAKE_STICKY();
+  if (fake::refused_by_capture()) return fake::kCaptureUnsupported;
   auto it = allocations.find(p);
   if (it == allocations.end()) return kInvalidValue;
   used[static_cast<std::size_t>(it->second.first)] -= it->second.second;

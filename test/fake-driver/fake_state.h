@@ -19,6 +19,7 @@ constexpr CUresult kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kNotInitia
                    kIllegalAddress = 700, kLaunchFailed = 719, kInvalidContext = 201;
 
 struct Event;
+struct Capture;
 
 struct Ctx {
   int device;
@@ -38,6 +39,18 @@ struct Stream {
   int device = 0;
   bool held = false;  // a held stream runs nothing until completed (fake_cuda_complete_stream)
   std::deque<Op> queue;
+  Capture* capture = nullptr;  // the capture this stream's work goes into (fake_graphs.cpp)
+};
+
+// A stream capture underway: the work of its streams, in the order it was issued (a valid
+// order for a graph whose forks and joins the host issued in order), and whether a call it
+// forbids invalidated it.
+struct Capture {
+  std::uint64_t id = 0;
+  Stream* origin = nullptr;
+  int mode = 0;  // CUstreamCaptureMode: 0 global, 1 thread-local, 2 relaxed
+  bool invalidated = false;
+  std::deque<Op> ops;
 };
 
 struct Event {
@@ -47,6 +60,8 @@ struct Event {
   bool recorded = false;
   bool destroyed = false;  // destroyed events are never freed: queued work may still name them
   std::uint64_t completed_ns = 0;
+  Capture* captured_in = nullptr;  // last recorded inside this capture (live or ended)
+  bool captured = false;           // last recorded inside a capture
 };
 
 extern std::mutex& mu;
@@ -64,7 +79,16 @@ extern CUresult sticky;
 
 // The stream a handle names (nullptr: the default stream), or nullptr if unknown.
 Stream* stream_of(void* handle);
-// Queues work on a stream and runs whatever can run now; the caller holds `mu`.
+// Stream capture (fake_graphs.cpp). While a capture forbids it (global mode, a thread not
+// relaxed), a synchronizing or querying call invalidates the capture and returns
+// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; this says whether it must, and does it. The caller
+// holds `mu`.
+constexpr CUresult kCaptureUnsupported = 900, kCaptureInvalidated = 901, kCapturedEvent = 907, kIllegalState = 401;
+bool refused_by_capture();
+// Counts an event record, query or synchronize made while any capture is underway.
+void note_event_call();
+// Queues work on a stream and runs whatever can run now; the caller holds `mu`. On a
+// capturing stream the work goes into the capture instead.
 void enqueue(Stream* s, Op op);
 // Runs all of a stream's work now (what it waits for first), then whatever that unblocked.
 void complete(Stream* s);

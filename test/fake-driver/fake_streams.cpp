@@ -60,6 +60,10 @@ Stream* fake::stream_of(void* handle) {
 }
 
 void fake::enqueue(Stream* s, Op op) {
+  if (s->capture != nullptr) {
+    if (!s->capture->invalidated) s->capture->ops.push_back(std::move(op));
+    return;
+  }
   s->queue.push_back(std::move(op));
   pump();
 }
@@ -109,6 +113,11 @@ FAKE CUresult cuStreamSynchronize(void* s) {
   std::lock_guard<std::mutex> lock(mu);
   Stream* st = stream_of(s);
   if (st == nullptr) return kInvalidHandle;
+  if (st->capture != nullptr) {
+    st->capture->invalidated = true;
+    return kCaptureUnsupported;
+  }
+  if (refused_by_capture()) return kCaptureUnsupported;
   complete(st);
   FAKE_STICKY();
   return kSuccess;
@@ -120,6 +129,11 @@ FAKE CUresult cuStreamQuery(void* s) {
   FAKE_STICKY();
   Stream* st = stream_of(s);
   if (st == nullptr) return kInvalidHandle;
+  if (st->capture != nullptr) {
+    st->capture->invalidated = true;
+    return kCaptureUnsupported;
+  }
+  if (refused_by_capture()) return kCaptureUnsupported;
   return st->queue.empty() ? kSuccess : kNotReady;
 }
 
@@ -130,6 +144,12 @@ FAKE CUresult cuStreamWaitEvent(void* s, void* e, unsigned) {
   Stream* st = stream_of(s);
   Event* ev = event_of(e);
   if (st == nullptr || ev == nullptr) return kInvalidHandle;
+  if (ev->captured_in != nullptr && ev->captured_in->origin != nullptr) {
+    // An event of a live capture: a stream that waits for it joins that capture (a fork).
+    if (st->capture == nullptr) st->capture = ev->captured_in;
+    return st->capture == ev->captured_in ? kSuccess : kCaptureInvalidated;
+  }
+  if (ev->captured) return kCapturedEvent;  // recorded in a capture that ended
   if (ev->pending) enqueue(st, Op{nullptr, ev});
   return kSuccess;
 }
@@ -162,6 +182,17 @@ FAKE CUresult cuEventRecord(void* e, void* s) {
   Event* ev = event_of(e);
   Stream* st = stream_of(s);
   if (ev == nullptr || st == nullptr) return kInvalidHandle;
+  fake::note_event_call();
+  if (st->capture != nullptr) {
+    // Recorded inside the capture: a node of the graph, not work of the stream.
+    ev->captured_in = st->capture;
+    ev->captured = true;
+    ev->recorded = true;
+    enqueue(st, Op{[ev] { ev->completed_ns = now_ns(); }});
+    return kSuccess;
+  }
+  ev->captured_in = nullptr;
+  ev->captured = false;
   ev->stream = st;
   ev->pending = true;
   ev->recorded = true;
@@ -182,6 +213,13 @@ FAKE CUresult cuEventQuery(void* e) {
   FAKE_STICKY();
   Event* ev = event_of(e);
   if (ev == nullptr) return kInvalidHandle;
+  fake::note_event_call();
+  if (ev->captured_in != nullptr && ev->captured_in->origin != nullptr) {
+    ev->captured_in->invalidated = true;  // querying a live capture's event
+    return kCaptureUnsupported;
+  }
+  if (ev->captured) return kCapturedEvent;
+  if (refused_by_capture()) return kCaptureUnsupported;
   return ev->pending ? kNotReady : kSuccess;
 }
 
@@ -190,6 +228,13 @@ FAKE CUresult cuEventSynchronize(void* e) {
   std::lock_guard<std::mutex> lock(mu);
   Event* ev = event_of(e);
   if (ev == nullptr) return kInvalidHandle;
+  fake::note_event_call();
+  if (ev->captured_in != nullptr && ev->captured_in->origin != nullptr) {
+    ev->captured_in->invalidated = true;
+    return kCaptureUnsupported;
+  }
+  if (ev->captured) return kCapturedEvent;
+  if (refused_by_capture()) return kCaptureUnsupported;
   if (ev->pending && ev->stream != nullptr) complete(ev->stream);  // the stream caught up
   FAKE_STICKY();
   return kSuccess;

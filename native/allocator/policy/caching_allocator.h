@@ -272,10 +272,17 @@ class DeviceCachingAllocator {
   // path does not release the whole cache. InvalidArgumentError (ERR_CCA_INVALID_POOL) for a
   // released pool or one already routed to; ERR_CCA_CAPTURE_UNSUPPORTED with caching off.
   void begin_allocate_to_capture(std::uint32_t pool, std::uint64_t capture_id);
+  // Begun before the device's capture (PyTorch's order: a free on another thread between the
+  // two must find frees deferred), the routing learns the capture's id once it exists: until
+  // then it routes nothing (capture_id 0).
+  void capture_started(std::uint32_t pool, std::uint64_t capture_id);
   // Ends the routing of one capture. The pool keeps the capture's use.
   void end_allocate_to_capture(std::uint32_t pool, std::uint64_t capture_id);
   // Whether any capture is routed on this device.
   bool capture_underway() const;
+  // ERR_CCA_CAPTURE_UNSUPPORTED, naming `what` and the captures, while any is underway here:
+  // for the compute layer's calls that would synchronize or query (event.done(), stream.done()).
+  void refuse_if_capturing(const char* what) const;
   // Frees waiting for the last capture to end (their blocks' events are recorded then).
   std::size_t frees_deferred_by_capture() const;
   // A test hook: with false, begin_allocate_to_capture still counts the capture (events

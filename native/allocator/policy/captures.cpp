@@ -76,7 +76,7 @@ void DeviceCachingAllocator::begin_allocate_to_capture(std::uint32_t pool, std::
                                      "; two captures at once need two pools",
                                  "ERR_CCA_INVALID_POOL");
     }
-    if (id == capture_id) {
+    if (id == capture_id && capture_id != 0) {
       throw InvalidArgumentError("capture " + std::to_string(capture_id) + " is already allocating to pool " +
                                      pool_name(p),
                                  "ERR_CCA_CAPTURE_UNSUPPORTED");
@@ -100,6 +100,17 @@ void DeviceCachingAllocator::begin_allocate_to_capture(std::uint32_t pool, std::
   update_routing_flags();
 }
 
+void DeviceCachingAllocator::capture_started(std::uint32_t pool, std::uint64_t capture_id) {
+  std::lock_guard<FutexMutex> lock(mu_);
+  for (auto& [id, p] : captures_) {
+    if (p == pool && id == 0) {
+      id = capture_id;
+      return;
+    }
+  }
+  throw InvalidArgumentError("pool " + pool_name(pool) + " has no capture waiting for its id", "ERR_CCA_INVALID_POOL");
+}
+
 void DeviceCachingAllocator::end_allocate_to_capture(std::uint32_t pool, std::uint64_t capture_id) {
   std::lock_guard<FutexMutex> lock(mu_);
   auto it = std::find(captures_.begin(), captures_.end(), std::make_pair(capture_id, pool));
@@ -116,6 +127,11 @@ void DeviceCachingAllocator::end_allocate_to_capture(std::uint32_t pool, std::ui
 bool DeviceCachingAllocator::capture_underway() const {
   std::lock_guard<FutexMutex> lock(mu_);
   return !captures_.empty();
+}
+
+void DeviceCachingAllocator::refuse_if_capturing(const char* what) const {
+  std::lock_guard<FutexMutex> lock(mu_);
+  refuse_during_capture(what);
 }
 
 std::size_t DeviceCachingAllocator::frees_deferred_by_capture() const {

@@ -54,6 +54,7 @@ void DeviceCachingAllocator::copy_to_device(DevicePtr base, std::uint64_t offset
   std::lock_guard<FutexMutex> lock(mu_);
   const StreamId stream = live_range(base, offset, bytes, "copy to device");
   if (bytes == 0) return;
+  refuse_during_capture("a synchronous copy to device (it waits for the copy; use the async form)");
   finish_copy(copy_engine("copy to device").memcpy_htod(base + offset, src, bytes, stream), stream, "copy to device");
 }
 
@@ -61,6 +62,7 @@ void DeviceCachingAllocator::copy_to_host(void* dst, DevicePtr base, std::uint64
   std::lock_guard<FutexMutex> lock(mu_);
   const StreamId stream = live_range(base, offset, bytes, "copy to host");
   if (bytes == 0) return;
+  refuse_during_capture("a synchronous copy to host (it waits for the copy; use the async form)");
   finish_copy(copy_engine("copy to host").memcpy_dtoh(dst, base + offset, bytes, stream), stream, "copy to host");
 }
 
@@ -68,6 +70,7 @@ void DeviceCachingAllocator::fill(DevicePtr base, std::uint64_t offset, unsigned
   std::lock_guard<FutexMutex> lock(mu_);
   const StreamId stream = live_range(base, offset, bytes, "fill");
   if (bytes == 0) return;
+  refuse_during_capture("a synchronous fill (it waits for the copy; use the async form)");
   finish_copy(copy_engine("fill").memset_d8(base + offset, value, bytes, stream), stream, "fill");
 }
 

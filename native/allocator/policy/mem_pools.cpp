@@ -37,7 +37,7 @@ const PrivatePool* DeviceCachingAllocator::routed_pool(StreamId stream) const {
     if (s != Status::kOk) throw device_error(device_, "cudaStreamGetCaptureInfo", s);
     if (info.active) {
       for (auto it = captures_.rbegin(); it != captures_.rend(); ++it) {
-        if (it->first == info.id) return ledger_.private_pool(it->second);
+        if (it->first == info.id && info.id != 0) return ledger_.private_pool(it->second);
       }
     }
   }

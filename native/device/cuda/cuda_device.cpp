@@ -52,6 +52,7 @@ Status CudaDevice::check(cu::CUresult r, const char* call) {
     case cu::CUDA_ERROR_UNSUPPORTED_PTX_VERSION: return Status::kInvalidValue;
     case cu::CUDA_ERROR_NOT_FOUND: return Status::kNotFound;
     case cu::CUDA_ERROR_NOT_SUPPORTED: return Status::kUnsupported;
+    case cu::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: return Status::kCaptureInvalidated;
     case cu::CUDA_ERROR_ILLEGAL_ADDRESS:
     case cu::CUDA_ERROR_ASSERT:
     case cu::CUDA_ERROR_HARDWARE_STACK_ERROR:
@@ -87,12 +88,19 @@ CudaDevice::ContextScope::~ContextScope() {
   if (previous_ != device_.context_) device_.api_.cuCtxSetCurrent(previous_);
 }
 
-#define CCA_CONTEXT()                  \
-  ContextScope ctx_scope_(*this);      \
-  if (ctx_scope_.status() != Status::kOk) return ctx_scope_.status()
+CudaDevice::RelaxedCapture::RelaxedCapture(const cu::DriverApi& api) : api_(api) {
+  if (api_.cuThreadExchangeStreamCaptureMode != nullptr) {
+    changed_ = api_.cuThreadExchangeStreamCaptureMode(&previous_) == cu::CUDA_SUCCESS;
+  }
+}
+
+CudaDevice::RelaxedCapture::~RelaxedCapture() {
+  if (changed_) api_.cuThreadExchangeStreamCaptureMode(&previous_);
+}
 
 Status CudaDevice::malloc(DevicePtr* out, std::size_t size) {
   CCA_CONTEXT();
+  RelaxedCapture relaxed(api_);
   cu::CUdeviceptr p = 0;
   Status s = check(api_.cuMemAlloc_v2(&p, size), "cuMemAlloc");
   if (s == Status::kOk) *out = p;
@@ -101,6 +109,7 @@ Status CudaDevice::malloc(DevicePtr* out, std::size_t size) {
 
 Status CudaDevice::free(DevicePtr ptr) {
   CCA_CONTEXT();
+  RelaxedCapture relaxed(api_);
   return check(api_.cuMemFree_v2(ptr), "cuMemFree");
 }
 

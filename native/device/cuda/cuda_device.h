@@ -9,12 +9,13 @@
 #include <vector>
 
 #include "../device.h"
+#include "../graphs.h"
 #include "../kernels.h"
 #include "driver_library.h"
 
 namespace cca {
 
-class CudaDevice final : public Device, public CopyEngine, public KernelEngine {
+class CudaDevice final : public Device, public CopyEngine, public KernelEngine, public GraphEngine {
  public:
   CudaDevice(const DriverLibrary& lib, int ordinal);
   ~CudaDevice() override;
@@ -70,6 +71,17 @@ class CudaDevice final : public Device, public CopyEngine, public KernelEngine {
   Status launch(FunctionId function, const LaunchShape& shape, StreamId stream, const void* params,
                 std::size_t param_bytes) override;
 
+  // Stream capture and graphs (cuda_graphs.cpp).
+  Status stream_capture_info(StreamId stream, CaptureInfo* out) override;
+  Status begin_capture(StreamId stream, CaptureMode mode) override;
+  Status end_capture(StreamId stream, GraphId* out) override;
+  Status graph_node_count(GraphId graph, std::size_t* out) override;
+  Status graph_destroy(GraphId graph) override;
+  Status graph_instantiate(GraphId graph, GraphExecId* out) override;
+  Status graph_launch(GraphExecId exec, StreamId stream) override;
+  Status graph_upload(GraphExecId exec, StreamId stream) override;
+  Status graph_exec_destroy(GraphExecId exec) override;
+
   int compute_capability_major() const { return cc_major_; }
   int compute_capability_minor() const { return cc_minor_; }
   std::size_t total_memory() const { return total_; }
@@ -93,6 +105,21 @@ class CudaDevice final : public Device, public CopyEngine, public KernelEngine {
     Status status_ = Status::kOk;
   };
   Status check(cu::CUresult r, const char* call);
+  // For one device allocation or release: this thread's capture mode is relaxed meanwhile,
+  // so a cuMemAlloc/cuMemFree cannot invalidate a global-mode capture on any thread
+  // (PyTorch's cudaMallocMaybeCapturing). Two thread-local driver calls beside a cuMemAlloc.
+  class RelaxedCapture {
+   public:
+    explicit RelaxedCapture(const cu::DriverApi& api);
+    ~RelaxedCapture();
+    RelaxedCapture(const RelaxedCapture&) = delete;
+    RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+   private:
+    const cu::DriverApi& api_;
+    int previous_ = cu::kCaptureModeRelaxed;
+    bool changed_ = false;
+  };
 
   const DriverLibrary& lib_;
   const cu::DriverApi& api_;
@@ -112,6 +139,12 @@ class CudaDevice final : public Device, public CopyEngine, public KernelEngine {
   std::size_t granularity_ = 0;
 };
 
+// Opens a CudaDevice member function's driver work: makes the device's context current for
+// the call, returning its status if that fails.
+#define CCA_CONTEXT()                  \
+  ContextScope ctx_scope_(*this);      \
+  if (ctx_scope_.status() != Status::kOk) return ctx_scope_.status()
+
 class CudaPlatform final : public Platform {
  public:
   // The GPUs the driver sees; throws DeviceError with the reason when there are none or
@@ -122,6 +155,7 @@ class CudaPlatform final : public Platform {
   Device& device(int index) override { return *devices_.at(static_cast<std::size_t>(index)); }
   CopyEngine& copy_engine(int index) override { return *devices_.at(static_cast<std::size_t>(index)); }
   KernelEngine* kernel_engine(int index) override { return devices_.at(static_cast<std::size_t>(index)).get(); }
+  GraphEngine* graph_engine(int index) override { return devices_.at(static_cast<std::size_t>(index)).get(); }
   CudaDevice& cuda_device(int index) { return *devices_.at(static_cast<std::size_t>(index)); }
 
  private:

@@ -20,6 +20,14 @@ using CUmemGenericAllocationHandle = unsigned long long;
 using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUhostFn = void (*)(void*);
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+using CUgraphNode = struct CUgraphNode_st*;
+// CUstreamCaptureStatus and CUstreamCaptureMode.
+constexpr int kCaptureStatusNone = 0;
+constexpr int kCaptureStatusActive = 1;
+constexpr int kCaptureStatusInvalidated = 2;
+constexpr int kCaptureModeRelaxed = 2;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
@@ -34,6 +42,14 @@ constexpr CUresult CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222;
 constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;
+// Stream capture: a call the capture forbids (900) invalidates it (901); an event recorded in
+// a capture used outside it (907); a capture ended on another thread (908).
+constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900;
+constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901;
+constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_UNJOINED = 904;
+constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906;
+constexpr CUresult CUDA_ERROR_CAPTURED_EVENT = 907;
+constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD = 908;
 // Errors after which the context is unusable (the driver's "sticky" errors): a kernel read
 // or wrote a bad address, trapped, asserted, or died.
 constexpr CUresult CUDA_ERROR_ILLEGAL_ADDRESS = 700;
@@ -153,6 +169,21 @@ struct DriverApi {
   CUresult (*cuIpcGetMemHandle)(CUipcMemHandle*, CUdeviceptr);
   CUresult (*cuIpcOpenMemHandle_v2)(CUdeviceptr*, CUipcMemHandle, unsigned);
   CUresult (*cuIpcCloseMemHandle)(CUdeviceptr);
+  // Stream capture and graphs (optional: without them, capture says it is unsupported). The
+  // capture info is read through whichever version the driver exports (id only is needed).
+  CUresult (*cuStreamBeginCapture_v2)(CUstream, int);
+  CUresult (*cuStreamEndCapture)(CUstream, CUgraph*);
+  CUresult (*cuStreamGetCaptureInfo_v3)(CUstream, int*, unsigned long long*, CUgraph*, const CUgraphNode**,
+                                        const void**, std::size_t*);
+  CUresult (*cuStreamGetCaptureInfo_v2)(CUstream, int*, unsigned long long*, CUgraph*, const CUgraphNode**,
+                                        std::size_t*);
+  CUresult (*cuThreadExchangeStreamCaptureMode)(int*);
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec*, CUgraph, unsigned long long);
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*cuGraphUpload)(CUgraphExec, CUstream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec);
+  CUresult (*cuGraphDestroy)(CUgraph);
+  CUresult (*cuGraphGetNodes)(CUgraph, CUgraphNode*, std::size_t*);
 };
 
 }  // namespace cca::cu

@@ -79,6 +79,17 @@ DriverLibrary::DriverLibrary() {
   CCA_OPTIONAL(cuMemUnmap);
   CCA_OPTIONAL(cuMemSetAccess);
   CCA_OPTIONAL(cuMemGetAllocationGranularity);
+  CCA_OPTIONAL(cuStreamBeginCapture_v2);
+  CCA_OPTIONAL(cuStreamEndCapture);
+  CCA_OPTIONAL(cuStreamGetCaptureInfo_v3);
+  CCA_OPTIONAL(cuStreamGetCaptureInfo_v2);
+  CCA_OPTIONAL(cuThreadExchangeStreamCaptureMode);
+  CCA_OPTIONAL(cuGraphInstantiateWithFlags);
+  CCA_OPTIONAL(cuGraphLaunch);
+  CCA_OPTIONAL(cuGraphUpload);
+  CCA_OPTIONAL(cuGraphExecDestroy);
+  CCA_OPTIONAL(cuGraphDestroy);
+  CCA_OPTIONAL(cuGraphGetNodes);
 #undef CCA_REQUIRED
 #undef CCA_OPTIONAL
   if (!missing.empty()) {
