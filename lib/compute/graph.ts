@@ -194,7 +194,7 @@ export function captureGraph(stream: Stream, fn: () => void, options?: CaptureOp
   const s = checkStream('stream', stream);
   if (typeof fn !== 'function') throw typeError('a function', 'fn', fn);
   const o = checkOptions<CaptureOptions>('captureGraph options', options, ['pool', 'mode']);
-  const mode = o.mode ?? 'global';
+  const mode = o.mode === undefined ? 'global' : o.mode;
   if (!(typeof mode === 'string' && Object.hasOwn(MODES, mode))) {
     throw typeError(`one of ${Object.keys(MODES).map((m) => `'${m}'`).join(', ')}`, 'options.mode', mode);
   }

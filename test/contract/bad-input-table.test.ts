@@ -163,6 +163,17 @@ const CALLS: Call[] = [
   { name: 'compute.Module.load', param: 'options.names', valid: (v) => v === undefined || kinds.options(v), extra: () => [{ 'f<int>': 1 }],
     call: (v) => compute.Module.load('x', { names: v as never }) },
   { name: 'compute.launchLimits', param: 'device', valid: kinds.device, call: (v) => compute.launchLimits(v as number) },
+  // Graphs: every argument is checked before the backend is asked (the sim then refuses valid ones).
+  { name: 'compute.captureGraph', param: 'stream', valid: kinds.none, extra: badStreams, call: (v) => compute.captureGraph(v as Stream, () => {}) },
+  { name: 'compute.captureGraph', param: 'fn', valid: kinds.fn, call: (v) => compute.captureGraph(cuda.defaultStream(), v as () => void) },
+  { name: 'compute.captureGraph', param: 'options', valid: kinds.options, extra: badOptions(['pool', 'mode']),
+    call: (v) => compute.captureGraph(cuda.defaultStream(), () => {}, v as never) },
+  { name: 'compute.captureGraph', param: 'options.mode', valid: (v) => v === undefined, extra: () => ['Global', 'loose', ''],
+    call: (v) => compute.captureGraph(cuda.defaultStream(), () => {}, { mode: v as never }) },
+  { name: 'compute.captureGraph', param: 'options.pool', valid: (v) => v === undefined,
+    call: (v) => compute.captureGraph(cuda.defaultStream(), () => {}, { pool: v as never }) },
+  { name: 'compute.graphPoolHandle', param: 'device', valid: (v) => false, call: (v) => compute.graphPoolHandle(v as number) },
+  { name: 'compute.captureState', param: 'device', valid: kinds.device, call: (v) => compute.captureState(v as number) },
   { name: 'compute.compile', param: 'source', valid: kinds.string, call: (v) => compute.compile(v as string) },
   { name: 'compute.compile', param: 'options', valid: kinds.options, extra: badOptions(['arch', 'defines']), call: (v) => compute.compile('', v as never) },
   { name: 'compute.compile', param: 'options.arch', valid: (v) => v === undefined, extra: () => ['sm90', 'gfx90a', 'sm_'], call: (v) => compute.compile('', { arch: v as string }) },
@@ -403,7 +414,7 @@ describe('every public function refuses every wrong value, with a code, changing
       'memory.max_memory_cached', 'memory.memory_cached', 'monitoring.readSamples', 'monitoring.otelName',
       'memory.host_memory_stats', 'memory.host_memory_stats_as_nested_dict', 'memory.reset_peak_host_memory_stats',
       'memory.reset_accumulated_host_memory_stats', 'memory.empty_host_cache', 'cuda.HostBuffer', 'compute.compilerInfo',
-      'compute.Module', 'compute.Kernel', 'compute.Event', 'compute.BufferView', 'cuda.ipc_collect', 'interop.allocatorApi', 'memory.get_allocator_backend',
+      'compute.Module', 'compute.Kernel', 'compute.Event', 'compute.BufferView', 'compute.CudaGraph', 'compute.GraphPool', 'cuda.ipc_collect', 'interop.allocatorApi', 'memory.get_allocator_backend',
       'memory._get_memory_metadata']);
     const missing: string[] = [];
     for (const [mod, ns] of [['memory', memory], ['cuda', cuda], ['analysis', analysis], ['monitoring', monitoring], ['compute', compute], ['interop', interop]] as const) {
