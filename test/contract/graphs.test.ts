@@ -193,12 +193,14 @@ describe.skipIf(!ready)('compute.captureGraph on the fake driver', () => {
       g2.destroy(); g3.destroy(); mp.release(); A.free();
       memory.empty_cache();
       return { same: g1.pool[1] === g2.pool[1] && g1.pool[1] === handle.id[1], poolSegments, kept, inMemPool, a0,
-        privateReserved: stats['reserved_bytes_by_private_pools'] ?? null, reserved: memory.memory_reserved() };`);
+        privateReserved: stats[\`reserved_bytes_by_private_pools.0_\${handle.id[1]}.all.current\`] ?? null,
+        reserved: memory.memory_reserved() };`);
     expect(out.same).toBe(true);
     expect(out.poolSegments).toBe(1);
     expect(out.kept).toBe(1);
     expect(out.inMemPool).toBe(1);
     expect(out.a0).toBe(8);
+    expect(out.privateReserved).toBe(2 << 20);  // the shared pool's one small segment
     expect(out.reserved).toBe(0);
   });
 
