@@ -264,3 +264,27 @@ TEST(concurrent_capture_on_one_thread_while_another_allocates) {
   }
   CHECK_VALID(a);
 }
+
+TEST(the_oom_message_counts_what_graph_pools_keep_cached) {
+  Fixture f(64 * MiB);
+  auto& a = f.a();
+  const StreamId s = a.create_stream();
+  const std::uint32_t pool = a.reserve_pool_id();
+  {
+    Capture c(f, s, pool);
+    a.free(a.malloc(30 * MiB, s));  // cached in the graph's pool, which the graph keeps
+  }
+  bool thrown = false;
+  try {
+    a.malloc(40 * MiB, 0);
+  } catch (const OutOfMemoryError& e) {
+    thrown = true;
+    const std::string m = e.what();
+    CHECK(m.find("Of the allocated memory 30.00 MiB is allocated by the caching allocator, with 30.00 MiB allocated "
+                 "in private pools (e.g., CUDA Graphs), and 0 bytes is reserved") != std::string::npos);
+  }
+  CHECK(thrown);
+  a.release_pool(pool);
+  CHECK_EQ(f.cur(kReservedBytes), std::int64_t{0});
+  CHECK_VALID(a);
+}

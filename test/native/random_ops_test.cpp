@@ -1,7 +1,11 @@
 // Randomized operation sequences over two simulated devices and several streams, with the
 // validator after every step. Seeded and deterministic; a failure prints the seed and step.
 // CCA_RANDOM_OPS sets the number of operations (default 100000; the sanitizer run uses
-// fewer). This is a correctness stress, not a benchmark.
+// fewer). Graph captures come and go among the operations: while one is underway on a
+// device, the simulator refuses any event record, query or synchronization there (as the
+// driver would invalidate the capture), so an allocator that made one fails the run, and the
+// calls a capture forbids are checked to be refused. This is a correctness stress, not a
+// benchmark.
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -76,6 +80,17 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
   std::vector<std::vector<StreamId>> streams(2, std::vector<StreamId>{0});
   std::vector<std::uint32_t> routes(2, 0);  // the MemPool each device routes to, 0 for none
   std::vector<std::uint32_t> fallbacks(2, 0);  // each device's use_on_oom MemPool, 0 for none
+  // A graph capture per device at most (stream, pool, id; stream 0: none), and the pools of
+  // the graphs still alive (each holds one use; a pool may appear twice: shared).
+  struct Capturing {
+    StreamId stream = 0;
+    std::uint32_t pool = 0;
+    std::uint64_t id = 0;
+  };
+  std::vector<Capturing> capturing(2);
+  std::vector<std::vector<std::uint32_t>> graphs(2);
+  std::size_t captures_begun = 0;
+  std::size_t frees_deferred = 0;  // steps at which some free waited for a capture's end
   std::size_t step = 0;
   // Device 1 records history into a small ring, so recording and wrap-around run under
   // the validator (and the sanitizers) too.
@@ -132,11 +147,18 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
           StreamId s = ss[i];
           bool used = false;
           for (auto& [p, l] : live) used = used || (l.device == dev && l.stream == s);
-          if (!used) {
+          if (capturing[static_cast<std::size_t>(dev)].stream != 0) {
+            CHECK_THROWS(a.destroy_stream(s), AllocatorError, "ERR_CCA_CAPTURE_UNSUPPORTED");
+          } else if (!used) {
             a.destroy_stream(s);
             ss.erase(ss.begin() + static_cast<long>(i));
           }
         }
+      } else if (capturing[static_cast<std::size_t>(dev)].stream != 0 && op < 99) {
+        // What a capture forbids is refused, changing nothing (the validator runs below).
+        if (op < 97) CHECK_THROWS(a.empty_cache(), AllocatorError, "ERR_CCA_CAPTURE_UNSUPPORTED");
+        else if (op < 98) CHECK_THROWS(a.synchronize(), AllocatorError, "ERR_CCA_CAPTURE_UNSUPPORTED");
+        else CHECK_THROWS(a.set_caching_enabled(!a.caching_enabled()), AllocatorError, "ERR_CCA_CAPTURE_UNSUPPORTED");
       } else if (op < 97) {
         a.empty_cache();
         if (dev == 1 && a.snapshot(0, true).traces.size() > history.max_entries) {
@@ -169,9 +191,31 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
                      : which == 1 ? AllocatorConfig::parse("expandable_segments:True")
                      : which == 2 ? AllocatorConfig::parse("throw_on_cudamalloc_oom:True")
                                   : AllocatorConfig{});
-      } else if (rng.below(2) == 0) {
+      } else if (rng.below(3) == 0) {
         a.set_memory_fraction(rng.below(2) ? 1.0 : 0.5);
-      } else {
+      } else if (rng.below(2) == 0) {
+        // A graph capture: begin on a created stream (into a new pool or a live graph's, shared),
+        // or end it (the graph lives on), or destroy a graph (its pool's use given back).
+        auto& c = capturing[static_cast<std::size_t>(dev)];
+        auto& alive = graphs[static_cast<std::size_t>(dev)];
+        if (c.stream == 0 && ss.size() > 1 && a.caching_enabled() && rng.below(3) != 0) {
+          c.stream = ss[1 + rng.below(ss.size() - 1)];
+          c.pool = !alive.empty() && rng.below(2) == 0 ? alive[rng.below(alive.size())] : a.reserve_pool_id();
+          a.begin_allocate_to_capture(c.pool, 0);
+          c.id = f.sim(dev).begin_capture_status(c.stream);
+          a.capture_started(c.pool, c.id);
+          ++captures_begun;
+        } else if (c.stream != 0) {
+          a.end_allocate_to_capture(c.pool, c.id);
+          f.sim(dev).end_capture_status(c.stream);
+          alive.push_back(c.pool);
+          c = Capturing{};
+        } else if (!alive.empty()) {
+          const std::size_t i = rng.below(alive.size());
+          a.release_pool(alive[i]);
+          alive.erase(alive.begin() + static_cast<long>(i));
+        }
+      } else if (capturing[static_cast<std::size_t>(dev)].stream == 0) {
         a.set_caching_enabled(!a.caching_enabled());  // caching off: every free to the device
       }
       for (int d = 0; d < 2; ++d) {
@@ -179,8 +223,22 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
         if (!v.empty()) harness::fail(__FILE__, __LINE__, "device " + std::to_string(d) + ": " + v);
       }
       if (step % 97 == 0) check_snapshot_matches_state(f.a(dev));
+      if (a.frees_deferred_by_capture() > 0) ++frees_deferred;
+    }
+    // The sequence did what it is for (at the default length; a short sanitizer run may not).
+    if (ops >= 20000) {
+      CHECK(captures_begun > 10);
+      CHECK(frees_deferred > 0);
     }
     for (int d = 0; d < 2; ++d) {
+      auto& c = capturing[static_cast<std::size_t>(d)];
+      if (c.stream != 0) {
+        f.a(d).end_allocate_to_capture(c.pool, c.id);
+        f.sim(d).end_capture_status(c.stream);
+        graphs[static_cast<std::size_t>(d)].push_back(c.pool);
+      }
+      for (std::uint32_t pool : graphs[static_cast<std::size_t>(d)]) f.a(d).release_pool(pool);
+      CHECK_EQ(f.sim(d).capture_violations(), std::size_t{0});
       if (routes[static_cast<std::size_t>(d)] != 0) {
         f.a(d).end_allocate_to_pool(routes[static_cast<std::size_t>(d)]);
         f.a(d).release_pool(routes[static_cast<std::size_t>(d)]);

@@ -199,8 +199,18 @@ void DeviceCachingAllocator::throw_oom(const AllocParams& p, std::unique_lock<Fu
       << info.device << " has a total capacity of " << format_size(device_total) << " of which "
       << format_size(device_free) << " is free. ";
   if (fraction_set_) msg << format_size(allowed_memory_maximum_) << " allowed; ";
-  msg << "Of the allocated memory " << format_size(info.allocated)
-      << " is allocated by the caching allocator, and " << format_size(info.reserved - info.allocated)
+  // As PyTorch (PR #124673): the free blocks cached in private pools (CUDA graphs' and
+  // MemPools') are memory no other request may take, so they count as allocated here.
+  std::uint64_t private_free = 0;
+  ledger_.for_each_private_pool([&private_free](const PrivatePool& pool) {
+    for (const BlockPool* bp : {&pool.small, &pool.large}) {
+      for (const Block* b : bp->in_order()) private_free += b->size;
+    }
+  });
+  msg << "Of the allocated memory " << format_size(info.allocated + private_free)
+      << " is allocated by the caching allocator, ";
+  if (private_free > 0) msg << "with " << format_size(private_free) << " allocated in private pools (e.g., CUDA Graphs), ";
+  msg << "and " << format_size(info.reserved - info.allocated - private_free)
       << " is reserved by the caching allocator but unallocated. If reserved but unallocated memory"
          " is large try setting CCA_ALLOC_CONF=max_split_size_mb:<MB> to avoid fragmentation"
          " (PYTORCH_CUDA_ALLOC_CONF is read too).";
