@@ -45,6 +45,7 @@ typedef struct cca_client cca_client;
 #define CCA_ERR_DEVICE 7           /* the driver failed (last_error() names the call) */
 #define CCA_ERR_CLIENT 8           /* a null or closed client */
 #define CCA_ERR_INTERNAL 9         /* a bug in the allocator: please report it */
+#define CCA_ERR_CAPTURE 10         /* refused during a CUDA graph capture, or no such capture (minor 1) */
 
 /* client_open: accept simulated devices (tests without a GPU); without it, client_open
    fails with CCA_ERR_SIMULATED where the memory would not be real. */
@@ -78,6 +79,25 @@ typedef struct cca_api_v1 {
   cca_status (*mem_get_info)(int device, size_t* free_bytes, size_t* total_bytes);
   /* This thread's last failure, readable until its next failing call ("" if none). */
   const char* (*last_error)(void);
+
+  /* ---- minor 1: CUDA graph capture on the client's own stream (check api->minor >= 1) ----
+   * A library that captures a graph on an adopted stream declares the capture, so the
+   * allocator is as safe under it as under compute.captureGraph: the capture's allocations
+   * (on `stream`, and on side streams that joined it by waiting on its events) come from a
+   * private pool that no other work gets while the graph lives; no event is recorded or
+   * queried while any capture is underway on the device; empty_cache, stream_release and
+   * synchronizations are refused meanwhile (CCA_ERR_CAPTURE). The order:
+   *   cuStreamBeginCapture(stream) -> capture_begin -> the captured work (malloc/free on
+   *   `stream` included) -> cuStreamEndCapture -> capture_end -> graph launches ...
+   *   -> cuGraphExecDestroy/cuGraphDestroy -> pool_release. */
+  /* `stream` must be capturing already. `pool`: 0 for a pool of its own, or a pool id from an
+     earlier capture_begin, to share its pool; *pool_out (may be NULL) gets the id. */
+  cca_status (*capture_begin)(int device, cca_stream stream, uint64_t pool, uint64_t* pool_out);
+  /* After cuStreamEndCapture (or an abandoned capture): routing ends; the pool keeps the use. */
+  cca_status (*capture_end)(int device, cca_stream stream);
+  /* The graph that used `pool` is gone: its use is given back, and the pool's memory returns
+     once no graph uses it (cached blocks at once, the rest when freed and the cache emptied). */
+  cca_status (*pool_release)(int device, uint64_t pool);
 } cca_api_v1;
 
 /* The table at `address` (from interop.allocatorApi()), or NULL on a bad magic or major. */
@@ -100,6 +120,7 @@ static inline const char* cca_status_name(cca_status status) {
     case CCA_ERR_DEVICE: return "CCA_ERR_DEVICE";
     case CCA_ERR_CLIENT: return "CCA_ERR_CLIENT";
     case CCA_ERR_INTERNAL: return "CCA_ERR_INTERNAL";
+    case CCA_ERR_CAPTURE: return "CCA_ERR_CAPTURE";
     default: return "CCA_ERR_UNKNOWN";
   }
 }

@@ -10,6 +10,7 @@
 #include "../runtime/process_runtime.h"
 #include "thread_frees.h"
 #include "clients.h"
+#include "client_captures.h"
 
 namespace cca {
 
@@ -28,6 +29,7 @@ cca_status status_of(const AllocatorError& e) {
   if (code == "ERR_CCA_INVALID_DEVICE") return CCA_ERR_INVALID_DEVICE;
   if (code == "ERR_CCA_INVALID_STREAM") return CCA_ERR_INVALID_STREAM;
   if (code == "ERR_CCA_SIMULATED") return CCA_ERR_SIMULATED;
+  if (code == "ERR_CCA_CAPTURE_UNSUPPORTED" || code == "ERR_CCA_CAPTURE_INVALIDATED") return CCA_ERR_CAPTURE;
   switch (e.kind()) {
     case ErrorKind::kOutOfMemory: return CCA_ERR_OUT_OF_MEMORY;
     case ErrorKind::kPointer: return CCA_ERR_INVALID_POINTER;
@@ -143,12 +145,32 @@ cca_status api_mem_get_info(int device, std::size_t* free_bytes, std::size_t* to
 
 const char* api_last_error() { return t_last_error; }
 
+cca_status api_capture_begin(int device, cca_stream stream, std::uint64_t pool, std::uint64_t* pool_out) {
+  if (pool > UINT32_MAX) return fail(CCA_ERR_INVALID_ARGUMENT, "capture_begin: `pool` is not a pool id");
+  return guarded([&] {
+    const std::uint32_t id = begin_client_capture(process_runtime().allocator(device), device, stream,
+                                                  static_cast<std::uint32_t>(pool));
+    if (pool_out != nullptr) *pool_out = id;
+  });
+}
+
+cca_status api_capture_end(int device, cca_stream stream) {
+  return guarded([&] { end_client_capture(process_runtime().allocator(device), device, stream); });
+}
+
+cca_status api_pool_release(int device, std::uint64_t pool) {
+  if (pool == 0 || pool > UINT32_MAX) return fail(CCA_ERR_INVALID_ARGUMENT, "pool_release: `pool` is not a pool id");
+  return guarded([&] { allocator(device).release_pool(static_cast<std::uint32_t>(pool)); });
+}
+
 const cca_api_v1 g_table = {
-    CCA_API_MAGIC,        CCA_API_MAJOR,        0u,
+    CCA_API_MAGIC,        CCA_API_MAJOR,        1u,
     sizeof(cca_api_v1),   api_client_open,      api_client_close,
     api_malloc,           api_free,             api_record_stream,
     api_get_allocation,   api_stream_adopt,     api_stream_release,
     api_empty_cache,      api_mem_get_info,     api_last_error,
+    // minor 1
+    api_capture_begin,    api_capture_end,      api_pool_release,
 };
 
 }  // namespace

@@ -208,6 +208,33 @@ if (simulated) {
     if (fake) assert.equal(consumer.adopt(0, stream).status, 'CCA_ERR_INVALID_STREAM');
     consumer.close(c);
   }]);
+  cases.push(['a graph captured on the consumer\'s own stream allocates from a private pool, declared through minor 1', () => {
+    const c = open('own-capture');
+    const stream = consumer.driverStream(driverPath, 0);
+    ok(consumer.adopt(0, stream));
+    const eager = ok(consumer.malloc(c, 0, 4096n, stream));
+    ok(consumer.free(c, 0, eager.ptr));
+    assert.equal(consumer.captureBegin(0, stream, 0n).status, 'CCA_ERR_CAPTURE');  // not capturing yet
+    assert.equal(consumer.driverCapture(stream, true), 0);
+    const { pool } = ok(consumer.captureBegin(0, stream, 0n));
+    assert.ok(pool > 0n);
+    const inside = ok(consumer.malloc(c, 0, 4096n, stream));
+    assert.notEqual(inside.ptr, eager.ptr);  // not the cached eager block: the graph's pool
+    const poolSegments = () => memory.memory_snapshot().filter((s) => s.segment_pool_id[1] === Number(pool));
+    assert.equal(poolSegments().length, 1);
+    ok(consumer.free(c, 0, inside.ptr));
+    assert.throws(() => memory.empty_cache(), { code: 'ERR_CCA_CAPTURE_UNSUPPORTED' });
+    assert.equal(consumer.emptyCache(0).status, 'CCA_ERR_CAPTURE');
+    assert.equal(consumer.driverCapture(stream, false), 0);  // the capture was not invalidated
+    ok(consumer.captureEnd(0, stream));
+    assert.equal(consumer.captureEnd(0, stream).status, 'CCA_ERR_CAPTURE');
+    assert.equal(poolSegments().length, 1);  // the graph's, until its use is given back
+    ok(consumer.poolRelease(0, pool));
+    assert.equal(poolSegments().length, 0);
+    ok(consumer.release(0, stream));
+    assert.equal(consumer.driverStreamDestroy(stream), true);
+    consumer.close(c);
+  }]);
   cases.push(['another library\'s context current: the allocator works in the primary one and leaves it', () => {
     const c = open('own-context');
     const before = consumer.foreignContextCalls();

@@ -5,6 +5,7 @@
  * Every call returns { status, error, ... } so the tests can check statuses and messages. */
 #include <dlfcn.h>
 #include <node_api.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,6 +271,52 @@ static napi_value driver_stream(napi_env env, napi_callback_info info) {
   return v;
 }
 
+/* The C ABI's minor 1 (graph capture on the consumer's own stream). */
+static napi_value capture_begin(napi_env env, napi_callback_info info) {
+  ARGS(3);
+  if (api->minor < 1) {
+    napi_throw_error(env, NULL, "consumer: the table is older than minor 1");
+    return NULL;
+  }
+  uint64_t pool = 0;
+  napi_value o = result(env, api->capture_begin(arg_int(env, argv[0]), arg_u64(env, argv[1]), arg_u64(env, argv[2]), &pool));
+  set_u64(env, o, "pool", pool);
+  return o;
+}
+
+static napi_value capture_end(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  return result(env, api->capture_end(arg_int(env, argv[0]), arg_u64(env, argv[1])));
+}
+
+static napi_value pool_release(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  return result(env, api->pool_release(arg_int(env, argv[0]), arg_u64(env, argv[1])));
+}
+
+/* driverCapture(stream, begin): the consumer's own cuStreamBeginCapture (global mode), or
+ * cuStreamEndCapture and cuGraphDestroy of what it captured. -> the driver's result */
+typedef int (*cu_begin_capture_t)(void*, int);
+typedef int (*cu_end_capture_t)(void*, void**);
+typedef int (*cu_graph_destroy_t)(void*);
+static napi_value driver_capture(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  void* stream = (void*)(uintptr_t)arg_u64(env, argv[0]);
+  bool begin = false;
+  napi_get_value_bool(env, argv[1], &begin);
+  int r;
+  if (begin) {
+    r = ((cu_begin_capture_t)sym("cuStreamBeginCapture_v2"))(stream, 0);
+  } else {
+    void* graph = NULL;
+    r = ((cu_end_capture_t)sym("cuStreamEndCapture"))(stream, &graph);
+    if (r == 0 && graph != NULL) r = ((cu_graph_destroy_t)sym("cuGraphDestroy"))(graph);
+  }
+  napi_value v;
+  napi_create_int32(env, r, &v);
+  return v;
+}
+
 static napi_value driver_stream_destroy(napi_env env, napi_callback_info info) {
   ARGS(1);
   napi_value v;
@@ -416,6 +463,10 @@ static napi_value init(napi_env env, napi_value exports) {
       {"dlpackRead", NULL, dlpack_read, NULL, NULL, NULL, napi_default, NULL},
       {"dlpackDelete", NULL, dlpack_delete, NULL, NULL, NULL, napi_default, NULL},
       {"foreignContextCalls", NULL, foreign_context_calls, NULL, NULL, NULL, napi_default, NULL},
+      {"captureBegin", NULL, capture_begin, NULL, NULL, NULL, napi_default, NULL},
+      {"captureEnd", NULL, capture_end, NULL, NULL, NULL, napi_default, NULL},
+      {"poolRelease", NULL, pool_release, NULL, NULL, NULL, napi_default, NULL},
+      {"driverCapture", NULL, driver_capture, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;
