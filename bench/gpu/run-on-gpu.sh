@@ -40,6 +40,10 @@ step js_kernels.txt 120 env CCA_DEVICE=cuda node test/conformance/js-kernels.mjs
 step launch.txt 120 env CCA_DEVICE=cuda node bench/js-launch.mjs
 step copy.txt 120 env CCA_DEVICE=cuda node bench/js-copy.mjs
 step mlp.txt 120 env CCA_DEVICE=cuda node examples/mlp-forward.mjs 200 "$out/mlp.pickle"
+# CUDA graphs: 24 launches per forward, eager against one graph launch, ours and PyTorch's
+# (torch.cuda.graph) on the same network; the C++ graph tests run on the fake driver only.
+step graph_forward.txt 180 env CCA_DEVICE=cuda node examples/graph-forward.mjs 2000
+step pytorch_graph_forward.txt 180 python3 bench/gpu/pytorch_graph_forward.py 2000
 # PyTorch's own memory_viz code reads the example's snapshot and draws it.
 step mlp_viz.txt 60 python3 -c "import pickle, sys; from torch.cuda import _memory_viz as v; s = pickle.load(open('$out/mlp.pickle', 'rb')); print('segments', len(s['segments']), 'trace entries', len(s['device_traces'][0])); print('trace_plot html bytes', len(v.trace_plot(s))); print('segment_plot html bytes', len(v.segment_plot(s)))"
 # Other native code through the C ABI: a C consumer built here against cca.h (its own stream

@@ -6,9 +6,14 @@
 // leaves nothing behind, the calls a capture forbids are refused with a code, the graph's pool
 // shows in snapshots and stats, and the simulator refuses graphs by name.
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { loadSnapshot } from '../../lib/index.js';
+import { replayOnSim } from '../../lib/replay/replay.js';
+import { expectExact } from '../support/replay.js';
 
 const FAKE = fileURLToPath(new URL('../../build-tests/libfakecuda.so', import.meta.url));
 const ENTRY = new URL('../../dist/index.js', import.meta.url).href;
@@ -216,6 +221,39 @@ describe.skipIf(!ready)('compute.captureGraph on the fake driver', () => {
       return Array.from(B.copyTo(new Uint32Array(N))).slice(0, 3);`;
     expect(run(script(true))).toEqual([7, 7, 7]);
     expect(run(script(false))).not.toEqual([7, 7, 7]);
+  });
+});
+
+describe.skipIf(!ready)('a history with graph pools', () => {
+  it('names each graph pool on its segments and trace entries, and replays exactly on the simulator', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'cca-graph-history-')), 'graphs.json');
+    const out = run(`
+      memory._record_memory_history({ enabled: 'all', maxEntries: 100000 });
+      const s = cuda.Stream.create();
+      const A = cuda.alloc(N * 4, { stream: s }).copyFrom(ramp(1));
+      const shared = compute.graphPoolHandle();
+      const kept = [];
+      for (let i = 0; i < 6; i++) {
+        const pool = i % 3 === 0 ? undefined : shared;
+        const g = compute.captureGraph(s, () => {
+          double(A, s);
+          const big = cuda.alloc((i + 1) * (3 << 20), { stream: s });
+          fill.launch({ grid: 1, block: N, stream: s }, big, i, N);
+          big.free();
+        }, pool ? { pool } : undefined);
+        g.launch();
+        if (i % 2 === 0) g.destroy(); else kept.push(g);
+        const eager = cuda.alloc((i + 2) << 20, { stream: s });
+        eager.free();
+        if (i === 3) memory.empty_cache();
+      }
+      await memory._dump_snapshot(${JSON.stringify(file)});
+      return { pools: memory.memory_snapshot().map((seg) => seg.segment_pool_id[1]).filter((n) => n !== 0).length };`);
+    expect(out.pools).toBeGreaterThan(0);
+    const snap = loadSnapshot(file);
+    const pooled = snap.device_traces[0]!.filter((e) => e.pool_id !== undefined && (e.pool_id[0] !== 0 || e.pool_id[1] !== 0));
+    expect(pooled.length).toBeGreaterThan(0);
+    expectExact({ report: replayOnSim(snap) } as never);
   });
 });
 

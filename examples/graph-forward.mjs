@@ -1,0 +1,113 @@
+// A deep MLP's forward pass (24 linear layers: 24 kernel launches per forward), run eagerly
+// and as one CUDA graph. The graph is captured once with compute.captureGraph; each forward
+// is then one graph.launch(). It checks that the graph computes what the eager launches
+// compute, then prints the CPU time per forward and the forwards per second of each.
+//
+//   node examples/graph-forward.mjs [forwards]
+//
+// Needs the cuda backend and NVRTC (in the test suite: our fake driver and fake NVRTC);
+// elsewhere it prints one line saying so and exits. bench/gpu/pytorch_graph_forward.py runs
+// the same network in PyTorch, eager and under torch.cuda.graph.
+// In your project, import from 'cuda-caching-allocator' instead of '../dist/index.js'.
+import { compute, cuda, memory } from '../dist/index.js';
+
+const LAYERS = 24;
+const WIDTH = 256;
+const BATCH = 64;
+const forwards = Number(process.argv[2] ?? 200);
+
+if (cuda.runtimeInfo().backend !== 'cuda') {
+  console.log('graph-forward: needs the cuda backend (a GPU, or CCA_DEVICE=cuda with a driver); this machine runs the simulated GPU');
+  process.exit(0);
+}
+const nvrtc = compute.compilerInfo();
+if (!nvrtc.available) {
+  console.log(`graph-forward: needs NVRTC to compile its kernel (${nvrtc.reason})`);
+  process.exit(0);
+}
+
+const program = await compute.compile(`
+extern "C" __global__ void linear(const float* x, const float* w, const float* b, float* y,
+                                  unsigned rows, unsigned in, unsigned out, unsigned relu) {
+  unsigned r = blockIdx.y, o = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows || o >= out) return;
+  float acc = b[o];
+  for (unsigned i = 0; i < in; ++i) acc += x[r * in + i] * w[i * out + o];
+  y[r * out + o] = relu && acc < 0.f ? 0.f : acc;
+}`, { name: 'graph-forward.cu' });
+const linear = program.load().getKernel('linear', ['ptr', 'ptr', 'ptr', 'ptr', 'u32', 'u32', 'u32', 'u32']);
+
+const stream = cuda.Stream.create();
+let seed = 7;
+const random = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32 - 0.5) * 0.1;
+const layers = [];
+for (let l = 0; l < LAYERS; l++) {
+  layers.push({
+    w: cuda.alloc(WIDTH * WIDTH * 4, { stream, tag: `weights.${l}` }).copyFrom(new Float32Array(WIDTH * WIDTH).map(random)),
+    b: cuda.alloc(WIDTH * 4, { stream, tag: `bias.${l}` }).copyFrom(new Float32Array(WIDTH).map(random)),
+  });
+}
+const input = cuda.alloc(BATCH * WIDTH * 4, { stream, tag: 'input' }).copyFrom(new Float32Array(BATCH * WIDTH).map(random));
+const output = cuda.alloc(BATCH * WIDTH * 4, { stream, tag: 'output' });
+const launch = { grid: [WIDTH / 128, BATCH], block: 128, stream };
+
+// One forward: activations from the allocator (inside a capture, from the graph's pool),
+// each freed once the next layer has read it.
+function forward() {
+  let x = input;
+  for (let l = 0; l < LAYERS; l++) {
+    const last = l === LAYERS - 1;
+    const y = last ? output : cuda.alloc(BATCH * WIDTH * 4, { stream });
+    linear.launch(launch, x, layers[l].w, layers[l].b, y, BATCH, WIDTH, WIDTH, last ? 0 : 1);
+    if (x !== input) x.free();
+    x = y;
+  }
+}
+
+forward();
+const eager = output.copyTo(new Float32Array(BATCH * WIDTH));
+const graph = compute.captureGraph(stream, forward);
+output.fill(0);
+graph.launch();
+const replayed = output.copyTo(new Float32Array(BATCH * WIDTH));
+const same = eager.every((v, i) => v === replayed[i]);
+if (!same) {
+  console.error('graph-forward: the graph computed something else than the eager launches');
+  process.exit(1);
+}
+
+function time(run) {
+  for (let i = 0; i < Math.min(10, forwards); i++) run();  // warm
+  stream.synchronize();
+  const cpu0 = process.cpuUsage();
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < forwards; i++) run();
+  const issued = process.hrtime.bigint();
+  stream.synchronize();
+  const t1 = process.hrtime.bigint();
+  const cpu = process.cpuUsage(cpu0);
+  return {
+    issueUsPerForward: Number(issued - t0) / 1e3 / forwards,
+    cpuUsPerForward: (cpu.user + cpu.system) / forwards,
+    forwardsPerSecond: forwards / (Number(t1 - t0) / 1e9),
+  };
+}
+const eagerTimes = time(forward);
+const graphTimes = time(() => graph.launch());
+const result = {
+  layers: LAYERS, kernelsPerForward: LAYERS, nodes: graph.nodes, batch: BATCH, width: WIDTH, forwards,
+  same, eager: eagerTimes, graph: graphTimes,
+  issueRatio: eagerTimes.issueUsPerForward / graphTimes.issueUsPerForward,
+  graphPoolReservedBytes: memory.memory_stats()[`reserved_bytes_by_private_pools.0_${graph.pool[1]}.all.current`],
+};
+console.log(`graph-forward: ${LAYERS} kernels per forward; eager ${eagerTimes.issueUsPerForward.toFixed(1)} us to issue one ` +
+  `(${eagerTimes.forwardsPerSecond.toFixed(0)}/s), graph ${graphTimes.issueUsPerForward.toFixed(1)} us ` +
+  `(${graphTimes.forwardsPerSecond.toFixed(0)}/s): ${result.issueRatio.toFixed(1)}x cheaper to issue`);
+console.log(JSON.stringify(result));
+graph.destroy();
+for (const { w, b } of layers) {
+  w.free();
+  b.free();
+}
+input.free();
+output.free();
