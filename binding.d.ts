@@ -249,7 +249,7 @@ export interface NativeBinding {
   memoryStats(device: number, into?: Float64Array): Float64Array;
   resetPeakStats(device: number): void;
   resetAccumulatedStats(device: number): void;
-  emptyCache(device: number): void;
+  emptyCache(device: number, stackId?: number, tagId?: number): void;
   memGetInfo(device: number): [number, number];
   /** Caching on or off on every device (off: each allocation its own segment, freed to the device at once). */
   setCachingEnabled(enabled: boolean): void;

@@ -9,7 +9,9 @@ import { renderSummary } from './summary.js';
 import { checkBoolean, checkFraction, checkOptions, checkString, typeError } from './validate.js';
 import { fullSnapshot, segmentsOf, type SnapshotOptions } from './snapshot/build.js';
 import { formatFor, writeSnapshotFile, type WriteResult } from './snapshot/dump.js';
-import { recordMemoryHistory, type HistoryEnabled, type RecordHistoryOptions } from './history/record.js';
+import { capture, recordMemoryHistory, sampleStack, type HistoryEnabled, type RecordHistoryOptions } from './history/record.js';
+import { stacks } from './history/stack-store.js';
+import { currentMetadata } from './history/metadata.js';
 import type { Segment, Snapshot } from './snapshot/types.js';
 import { markChecked } from './snapshot/check.js';
 
@@ -179,10 +181,14 @@ export function reset_accumulated_memory_stats(device?: number): void {
  * cross-stream frees). Allocated memory is untouched. Without a device: every device.
  */
 export function empty_cache(device?: number): void {
-  if (device === undefined) {
-    for (let d = 0; d < deviceCount(); d++) native.emptyCache(d);
+  const one = device === undefined ? -1 : resolveDevice(device);
+  // As PyTorch's emptyCache: the call site's stack under context 'all', the label in force.
+  const stackId = capture.level === 3 && sampleStack() ? stacks.capture(empty_cache) : 0;
+  const tagId = currentMetadata.tagId;
+  if (one === -1) {
+    for (let d = 0; d < deviceCount(); d++) native.emptyCache(d, stackId, tagId);
   } else {
-    native.emptyCache(resolveDevice(device));
+    native.emptyCache(one, stackId, tagId);
   }
 }
 

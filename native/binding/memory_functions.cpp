@@ -111,9 +111,14 @@ Napi::Value ResetAccumulatedStats(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// emptyCache(device, stackId?, tagId?): the call's stack (context 'all') and label go on
+// the segment_free entries.
 Napi::Value EmptyCache(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  runtime(info).allocator(device_arg(info, 0)).empty_cache();
+  CallContext ctx;
+  if (info.Length() > 1) ctx.stack = static_cast<std::uint32_t>(u64_arg(info, 1, "stackId"));
+  if (info.Length() > 2) ctx.tag = static_cast<std::uint32_t>(u64_arg(info, 2, "tagId"));
+  runtime(info).allocator(device_arg(info, 0)).empty_cache(ctx);
   return env.Undefined();
 }
 

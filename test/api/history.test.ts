@@ -35,7 +35,8 @@ describe('_record_memory_history', () => {
     a.free();
     const s = memory._snapshot();
     const t = s.device_traces[0]!;
-    expect(t.map((e) => e.action)).toEqual(['segment_alloc', 'alloc', 'free_requested', 'free_completed', 'snapshot']);
+    // A snapshot's own entry is recorded after its trace is read, as PyTorch's is: not in it.
+    expect(t.map((e) => e.action)).toEqual(['segment_alloc', 'alloc', 'free_requested', 'free_completed']);
     const alloc = t[1]!;
     expect(alloc.addr).toBe(a.ptr);
     expect(alloc.size).toBe(1000);
@@ -69,15 +70,52 @@ describe('_record_memory_history', () => {
     expect(stacks.size).toBe(0);  // nothing references a stack any more
   });
 
+  // Issue 46: every entry carries the label in force (PyTorch's record_trace gives each entry
+  // the thread's user_metadata; test_memory_plots_metadata), segment events included.
+  it('gives segment_alloc and segment_free entries the label in force', () => {
+    memory._record_memory_history({ enabled: 'all', context: 'alloc' });
+    memory.withMemoryMetadata('phase one', () => cuda.alloc(1000).free());
+    memory.withMemoryMetadata('cleanup', () => memory.empty_cache());
+    const t = memory._snapshot().device_traces[0]!;
+    const labels = Object.fromEntries(t.map((e) => [e.action, e.user_metadata]));
+    expect(labels).toEqual({ segment_alloc: 'phase one', alloc: 'phase one', free_requested: 'phase one',
+      free_completed: 'phase one', segment_free: 'cleanup' });
+  });
+
+  // Issue 46: PyTorch's release_block records `context ? context : context_when_segment_allocated`,
+  // and emptyCache gathers its context at level 'all' (test_memory_plots_free_segment_stack).
+  it('gives segment_free the empty_cache() call site with context all, else the segment\'s allocation stack', () => {
+    function allocateHere() {
+      cuda.alloc(1000).free();
+    }
+    function emptyHere() {
+      memory.empty_cache();
+    }
+    const segmentFreeFrames = (context: 'all' | 'alloc') => {
+      memory._record_memory_history(null);
+      memory._record_memory_history({ enabled: 'all', context, stacks: 'all' });
+      allocateHere();
+      emptyHere();
+      const t = memory._snapshot().device_traces[0]!;
+      const free = t.find((e) => e.action === 'segment_free')!;
+      return (free.frames ?? []).map((f) => f.name);
+    };
+    const all = segmentFreeFrames('all');
+    expect(all).toContain('emptyHere');
+    expect(all).not.toContain('allocateHere');
+    const alloc = segmentFreeFrames('alloc');
+    expect(alloc).toContain('allocateHere');
+    expect(alloc).not.toContain('emptyHere');
+  });
+
   it('wraps the ring keeping the newest entries, and says it overflowed', () => {
     memory._record_memory_history({ enabled: 'all', context: null, maxEntries: 10 });
     for (let i = 0; i < 20; i++) cuda.alloc(512 * (i + 1)).free();
     const s = memory._snapshot();
     const t = s.device_traces[0]!;
     expect(t).toHaveLength(10);
-    expect(t[t.length - 1]!.action).toBe('snapshot');
-    expect(t[t.length - 2]!.action).toBe('free_completed');
-    expect(t[t.length - 2]!.size).toBe(512 * 20);
+    expect(t[t.length - 1]!.action).toBe('free_completed');  // the last event, not the read
+    expect(t[t.length - 1]!.size).toBe(512 * 20);
     expect(s.allocator_settings!.trace_alloc_overflowed).toBe(true);
     expect(t[0]!.frames).toBeUndefined();  // context null: no stacks on entries
   });
@@ -87,7 +125,8 @@ describe('_record_memory_history', () => {
     cuda.alloc(100).free();
     expect(actions()).toEqual(['alloc', 'free_requested', 'free_completed']);
     memory._record_memory_history({ enabled: 'all', context: null, clearHistory: true });
-    expect(actions()).toEqual(['snapshot']);
+    expect(actions()).toEqual([]);
+    expect(actions()).toEqual(['snapshot']);  // the previous read's entry
     memory._record_memory_history(true, { trace_alloc_max_entries: 3, trace_alloc_record_context: true });
     cuda.alloc(100).free();
     const t = memory._snapshot().device_traces[0]!;

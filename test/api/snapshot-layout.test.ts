@@ -51,7 +51,7 @@ describe('snapshot records', () => {
     expect(alloc).toMatchObject({ size: 5 * MiB, stream: 0 });
     const seqs = traces.map((e) => e.seq!);
     expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
-    expect(new Set(traces.map((e) => e.action))).toEqual(new Set(['segment_alloc', 'alloc', 'free_requested', 'free_completed', 'snapshot']));
+    expect(new Set(traces.map((e) => e.action))).toEqual(new Set(['segment_alloc', 'alloc', 'free_requested', 'free_completed']));
     a.free();
     memory._record_memory_history(null);
   });

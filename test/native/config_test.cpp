@@ -45,6 +45,13 @@ TEST(config_errors_name_the_problem) {
   CHECK_THROWS(AllocatorConfig::parse("backend:cudaMallocAsync"), InvalidArgumentError, "CONFIG");
   CHECK_THROWS(AllocatorConfig::parse("max_split_size_mb"), InvalidArgumentError, "CONFIG");
   CHECK_THROWS(AllocatorConfig::parse("large_segment_size_mb:8"), InvalidArgumentError, "CONFIG");
+  // PyTorch's words (CUDAAllocatorConfig::parsePerProcessMemoryFraction), as for every key.
+  try {
+    AllocatorConfig::parse("per_process_memory_fraction:1.5");
+    CHECK(false);
+  } catch (const InvalidArgumentError& e) {
+    CHECK(std::strstr(e.what(), "per_process_memory_fraction is invalid, set it in [0.0, 1.0]") != nullptr);
+  }
 }
 
 TEST(config_environment_precedence) {

@@ -22,7 +22,7 @@ struct Expect {
 
 std::vector<TraceEntry> traces(DeviceCachingAllocator& a) {
   std::vector<TraceEntry> out = a.snapshot(0, true).traces;
-  if (!out.empty() && out.back().action == TraceAction::kSnapshot) out.pop_back();  // the read itself
+  if (!out.empty() && out.back().action == TraceAction::kSnapshot) out.pop_back();  // an earlier read's entry
   return out;
 }
 
@@ -85,7 +85,9 @@ TEST(scripted_trace_matches_pytorch_sequence) {
       {TraceAction::kAlloc, S, 4096, 0, 7},
       {TraceAction::kFreeRequested, S, 4096, 0, 7},
       {TraceAction::kFreeCompleted, S, 4096, 0, 7},
-      {TraceAction::kSegmentFree, S, 2 * MiB, 0, 0},
+      // empty_cache() with context "alloc": the stack that allocated the segment (PyTorch's
+      // release_block; test_memory_plots_free_segment_stack).
+      {TraceAction::kSegmentFree, S, 2 * MiB, 0, 5},
       // oom: the device's free bytes where the address would be; the rounded request.
       {TraceAction::kOom, 64 * MiB, 100 * MiB, 0, 8},
   });
@@ -128,7 +130,9 @@ TEST(snapshot_entries_skip_actions_and_snapshot_without_traces) {
   CHECK_EQ(fast.segments[0].requested_size, std::size_t{3000});
   CHECK_EQ(fast.segments[0].block_count, std::size_t{2});
   auto full = f.a().snapshot(0, true);
-  CHECK_EQ(full.traces.size(), std::size_t{3});  // alloc, snapshot, snapshot (segment_alloc skipped)
+  // alloc and the first snapshot's entry (segment_alloc skipped); a snapshot's own entry is
+  // recorded after its trace is read, as PyTorch's is, so it appears in the next one.
+  CHECK_EQ(full.traces.size(), std::size_t{2});
   CHECK(full.traces[0].action == TraceAction::kAlloc);
   CHECK(full.traces[1].action == TraceAction::kSnapshot);
   CHECK_EQ(full.traces[1].size, std::uint64_t{3072});  // active bytes
@@ -142,26 +146,27 @@ TEST(ring_wraps_shrinks_and_frees_when_disabled) {
   Fixture f;
   f.a().set_history(all_history(RecordContext::kNever, 4));
   for (int i = 0; i < 5; ++i) f.a().free(f.a().malloc(512 * (i + 1), 0));
-  // 1 segment_alloc + 5 x (alloc, free_requested, free_completed) + the snapshot = 17
-  // entries; the newest 4 are kept.
+  // 1 segment_alloc + 5 x (alloc, free_requested, free_completed) = 16 entries; the newest 4
+  // are kept. The snapshot's own entry comes after the read.
   auto snap = f.a().snapshot(0, true);
   CHECK_EQ(snap.traces.size(), std::size_t{4});
   CHECK(snap.trace_overflowed);
-  CHECK(snap.traces[0].action == TraceAction::kAlloc);
-  CHECK_EQ(snap.traces[0].size, std::uint64_t{512 * 5});
-  CHECK(snap.traces[3].action == TraceAction::kSnapshot);
+  CHECK(snap.traces[0].action == TraceAction::kFreeCompleted);
+  CHECK(snap.traces[1].action == TraceAction::kAlloc);
+  CHECK_EQ(snap.traces[1].size, std::uint64_t{512 * 5});
+  CHECK(snap.traces[3].action == TraceAction::kFreeCompleted);
   HistoryOptions grow = all_history(RecordContext::kNever, 100);
   f.a().set_history(grow);
   f.a().free(f.a().malloc(100, 0));
   snap = f.a().snapshot(0, true);
-  CHECK_EQ(snap.traces.size(), std::size_t{8});  // the 4 kept + 3 + this snapshot, in order
+  CHECK_EQ(snap.traces.size(), std::size_t{7});  // the 4 kept (the last: the read above) + 3, in order
   CHECK(snap.traces[3].action == TraceAction::kSnapshot);
   CHECK(snap.traces[4].action == TraceAction::kAlloc);
   CHECK_EQ(snap.traces[4].size, std::uint64_t{100});
   f.a().set_history(all_history(RecordContext::kNever, 2));  // shrinking keeps the newest
   snap = f.a().snapshot(0, true);
   CHECK_EQ(snap.traces.size(), std::size_t{2});
-  CHECK(snap.traces[1].action == TraceAction::kSnapshot);
+  CHECK(snap.traces[1].action == TraceAction::kSnapshot);  // the previous read's entry
   CHECK(f.a().history_bytes() >= 2 * sizeof(TraceEntry));
   HistoryOptions off;
   f.a().set_history(off);
@@ -176,7 +181,8 @@ TEST(ring_wraps_shrinks_and_frees_when_disabled) {
   clear.clear_history = true;
   f.a().set_history(clear);
   CHECK_EQ(f.a().history_bytes(), std::size_t{0});
-  CHECK_EQ(f.a().snapshot(0, true).traces.size(), std::size_t{1});  // only the read itself
+  CHECK_EQ(f.a().snapshot(0, true).traces.size(), std::size_t{0});  // empty: the read's entry comes after it
+  CHECK_EQ(f.a().snapshot(0, true).traces.size(), std::size_t{1});  // ...and shows in the next
 }
 
 namespace {

@@ -100,6 +100,7 @@ CCA_HOT DevicePtr DeviceCachingAllocator::malloc_with(std::uint64_t size, Stream
 
   bool found = caching_enabled_ && (get_free_block(p) || (trigger_free_memory_callbacks(lock) && get_free_block(p)));
   if (!found) {
+    const ReleaseContext released_by(*this, ctx);  // segments released on the way carry this call's context
     // The size of a new segment, needed only here. With caching off each allocation is a
     // segment of its own, returned at its free.
     p.alloc_size = caching_enabled_ ? allocation_size(p.size, config_) : p.size;
@@ -162,7 +163,7 @@ bool DeviceCachingAllocator::alloc_block(AllocParams& p, bool is_retry) {
     return false;
   }
   if (s != Status::kOk) throw device_error(device_, "cudaMalloc of " + format_size(size), s);
-  p.block = ledger_.segment_allocated(ptr, size, *p.pool, p.stream, is_oversize(size, config_), p.ctx.stack);
+  p.block = ledger_.segment_allocated(ptr, size, *p.pool, p.stream, is_oversize(size, config_), p.ctx.stack, p.ctx.tag);
   p.block_in_free_set = false;
   return true;
 }
@@ -279,9 +280,10 @@ std::string DeviceCachingAllocator::validate() const {
   return ledger_.validate(events_.pending() + deferred_.size());
 }
 
-void DeviceCachingAllocator::empty_cache() {
+void DeviceCachingAllocator::empty_cache(CallContext ctx) {
   std::lock_guard<FutexMutex> lock(mu_);
   refuse_during_capture("empty_cache()");
+  const ReleaseContext released_by(*this, ctx);
   release_cached_blocks();
   check_after_operation();
 }

@@ -126,8 +126,10 @@ class DeviceCachingAllocator {
   using EnqueueWork = Status (*)(void* context);
   void enqueue_on_buffers(StreamId stream, const BufferUse* uses, std::size_t count, bool record, const char* what,
                           EnqueueWork enqueue, void* context);
-  // Waits for all pending frees, then returns every unsplit free block to the device.
-  void empty_cache();
+  // Waits for all pending frees, then returns every unsplit free block to the device. The
+  // segment_free entries carry ctx's label, and its stack (context 'all') or else the stack
+  // that allocated each segment.
+  void empty_cache(CallContext ctx = {});
   // Caching off (PyTorch's caching_allocator_enable(False)), for sanitizer runs: empties
   // the cache, then every allocation gets a segment of its own and every free that
   // completes returns its segment to the device at once, so compute-sanitizer sees a use
@@ -357,10 +359,25 @@ class DeviceCachingAllocator {
     }
     const int events = block->stream_uses.empty() ? 0 : events_.record(block, block->stream_uses);
     ledger_.free_requested(block, events, ctx);
-    if (!caching_enabled_ && events == 0) release_if_uncached(block);
+    if (!caching_enabled_ && events == 0) {
+      const ReleaseContext released_by(*this, ctx);
+      release_if_uncached(block);
+    }
   }
   [[noreturn]] void throw_oom(const AllocParams& p, std::unique_lock<FutexMutex>& lock);
   // --- releasing memory (release.cpp) ---
+  // The call whose work releases segments (its label and stack go on their segment_free
+  // entries), for the length of a scope.
+  class ReleaseContext {
+   public:
+    ReleaseContext(DeviceCachingAllocator& a, CallContext ctx) : a_(a) { a_.release_ctx_ = ctx; }
+    ~ReleaseContext() { a_.release_ctx_ = CallContext{}; }
+    ReleaseContext(const ReleaseContext&) = delete;
+    ReleaseContext& operator=(const ReleaseContext&) = delete;
+
+   private:
+    DeviceCachingAllocator& a_;
+  };
   struct AvailableRelease {
     std::vector<const Block*> blocks;  // in the order they are released
     bool enough = false;               // the request is retried after them
@@ -445,6 +462,7 @@ class DeviceCachingAllocator {
   Ledger ledger_;
   AllocatorConfig config_;
   bool caching_enabled_ = true;
+  CallContext release_ctx_{};  // set by ReleaseContext
   StreamEvents events_;
   std::unordered_set<StreamId> streams_;  // live streams created or adopted here (0 is always live)
   mutable StreamId last_live_stream_ = 0;  // check_stream's memo: 0, or a member of streams_

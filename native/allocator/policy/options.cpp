@@ -83,7 +83,7 @@ const std::vector<OptionSpec>& allocator_options() {
        }},
       {"per_process_memory_fraction", OptionKind::kNumber, false, "1.0", "[0, 1]", "cap on reserved memory", nullptr,
        [](const OptionValue& v, const OptionContext&, AllocatorConfig& cfg) {
-         if (!(v.number >= 0.0 && v.number <= 1.0)) bad_config("per_process_memory_fraction must be in [0, 1]");
+         if (!(v.number >= 0.0 && v.number <= 1.0)) bad_config("per_process_memory_fraction is invalid, set it in [0.0, 1.0]");
          cfg.per_process_memory_fraction = v.number;
          cfg.per_process_memory_fraction_set = true;
        },

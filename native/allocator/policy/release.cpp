@@ -86,7 +86,7 @@ void DeviceCachingAllocator::release_free_blocks(const BlockPool& pool) {
 void DeviceCachingAllocator::release_segment(const Block* block) {
   const Status s = device_.free(block->segment->ptr);
   if (s != Status::kOk) throw device_error(device_, "cudaFree", s);
-  ledger_.segment_released(block);
+  ledger_.segment_released(block, release_ctx_);
 }
 
 // Frees unsplit large blocks at or above the average age until reserved memory is back

@@ -83,7 +83,6 @@ DeviceSnapshot DeviceCachingAllocator::snapshot(std::uint32_t pool_filter, Trace
   });
   std::sort(snap.segments.begin(), snap.segments.end(),
             [](const SnapshotSegment& a, const SnapshotSegment& b) { return a.address < b.address; });
-  ledger_.snapshot_taken(active_bytes);
   const TraceRing& ring = ledger_.ring();
   snap.trace_max_entries = ledger_.history().enabled ? ring.max_entries() : 0;
   snap.trace_overflowed = ring.overflowed();
@@ -92,6 +91,10 @@ DeviceSnapshot DeviceCachingAllocator::snapshot(std::uint32_t pool_filter, Trace
     traces->reserve(ring.size());
     ring.for_each([traces](const TraceEntry& e) { traces->add(e); });
   }
+  // After the copy, as PyTorch's NativeCachingAllocator::snapshot does (the trace first, then
+  // DeviceCachingAllocator::snapshot, which records SNAPSHOT last): the trace a snapshot
+  // returns ends with the last real event, and its own `snapshot` entry is in the next one.
+  ledger_.snapshot_taken(active_bytes);
   return snap;
 }
 

@@ -103,7 +103,7 @@ class Ledger {
   // A new segment of `pool` whose single block is free but not in the free set: the caller
   // hands it out at once (hand_out with in_free_set false).
   const Block* segment_allocated(DevicePtr ptr, std::size_t size, const BlockPool& pool, StreamId stream,
-                                 bool oversize, std::uint32_t stack);
+                                 bool oversize, std::uint32_t stack, std::uint32_t tag = 0);
   // A free block given to a caller; `in_free_set` says whether it is still in its pool's set.
   const Block* hand_out(const Block* block, bool in_free_set, const HandOut& h);
   // record_stream: the block waits, when freed, for work queued on `stream` so far.
@@ -118,8 +118,10 @@ class Ledger {
   // A free deferred by a graph capture (requested with one stand-in event, the capture's
   // end) got its real events: `events` of them now outstanding; with none it completes.
   void deferred_events_recorded(const Block* block, int events);
-  // The device freed the segment of this free, unsplit block.
-  void segment_released(const Block* block);
+  // The device freed the segment of this free, unsplit block, in a call made with `ctx`: its
+  // entry carries ctx's label, and ctx's stack or else the one that allocated the segment
+  // (PyTorch's release_block: `context ? context : context_when_segment_allocated`).
+  void segment_released(const Block* block, CallContext ctx = {});
   // Expandable segments (Note [Expandable segments] in expandable_segments.cpp).
   // A reserved range with no page mapped: one unmapped block.
   const Block* expandable_reserved(DevicePtr base, std::size_t size, std::size_t page_size, const BlockPool& pool,

@@ -10,7 +10,7 @@
 namespace cca {
 
 const Block* Ledger::segment_allocated(DevicePtr ptr, std::size_t size, const BlockPool& pool, StreamId stream,
-                                       bool oversize, std::uint32_t stack) {
+                                       bool oversize, std::uint32_t stack, std::uint32_t tag) {
   Segment& segment = add_segment(ptr, size, pool, stream, stack);
   segment.counted_oversize = oversize;
   Block* block = segment.head;
@@ -18,7 +18,8 @@ const Block* Ledger::segment_allocated(DevicePtr ptr, std::size_t size, const Bl
   change.after(segment);
   change.after(*block);
   change.count(Counter::kDeviceAlloc);
-  change.trace(TraceAction::kSegmentAlloc, ptr, size, stream, trace_stack(stack), 0, pool.pool_id);
+  // The label in force travels on every entry, as PyTorch's record_trace gives each one.
+  change.trace(TraceAction::kSegmentAlloc, ptr, size, stream, trace_stack(stack), tag, pool.pool_id);
   commit_reserved(change, pool);
   return block;
 }
@@ -157,7 +158,7 @@ void Ledger::deferred_events_recorded(const Block* waiting, int events) {
   complete_free(block, change, trace_stack(block->alloc_stack));
 }
 
-void Ledger::segment_released(const Block* released) {
+void Ledger::segment_released(const Block* released, CallContext ctx) {
   Block* block = own(released);
   CCA_ASSERT(block->state == BlockState::kFree && !block->is_split() && !block->expandable);
   const Segment& segment = *block->segment;
@@ -165,7 +166,8 @@ void Ledger::segment_released(const Block* released) {
   change.before(*block);
   change.before(segment);
   change.count(Counter::kDeviceFree);
-  change.trace(TraceAction::kSegmentFree, segment.ptr, segment.size, segment.stream, 0, 0, block->pool->pool_id);
+  change.trace(TraceAction::kSegmentFree, segment.ptr, segment.size, segment.stream,
+               trace_stack(ctx.stack != 0 ? ctx.stack : segment.stack), ctx.tag, block->pool->pool_id);
   block->pool->erase(block);
   commit_reserved(change, *block->pool);
   erase_segment(block);
