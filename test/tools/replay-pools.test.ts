@@ -207,7 +207,7 @@ describe('replay reads private pools from a trace that names none', () => {
     memory._record_memory_history(null);
     const trace = snap.device_traces[0]!;
     expect(trace.map((e) => e.action)).toEqual(['segment_alloc', 'alloc', 'segment_alloc', 'alloc', 'free_requested',
-      'free_completed', 'free_requested', 'free_completed', 'segment_free', 'segment_free', 'snapshot']);
+      'free_completed', 'free_requested', 'free_completed', 'segment_free', 'segment_free']);
     stripPoolIds(snap);
     const read = inferPrivatePools(snap, 0)!;
     const [inFirst, inSecond] = [read.trace[1]!.pool_id, read.trace[3]!.pool_id];
