@@ -7,6 +7,7 @@
 // that began on a warm cache starts from the state inferred from the final snapshot.
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { deviceArg, snapshotArg } from './args.js';
+import { poolKey } from '../snapshot/pool-id.js';
 
 export interface LiveAllocation {
   size: number;
@@ -42,7 +43,7 @@ export class InitialLive {
     if (e.action === 'alloc') {
       this.#allocated.add(e.addr);
     } else if ((e.action === 'free_requested' || e.action === 'free_completed') && !this.#allocated.has(e.addr) && !this.initial.has(e.addr)) {
-      this.initial.set(e.addr, { size: e.size, stream: e.stream, pool: e.pool_id?.[1] ?? 0 });
+      this.initial.set(e.addr, { size: e.size, stream: e.stream, pool: poolKey(e.pool_id) });
       return true;
     }
     return false;
@@ -55,7 +56,7 @@ export class InitialLive {
       for (const b of seg.blocks) {
         if (b.state !== 'inactive' && !this.#allocated.has(b.address) && !this.initial.has(b.address)) {
           this.initial.set(b.address, {
-            size: b.requested_size > 0 ? b.requested_size : b.size, stream: seg.stream, pool: seg.segment_pool_id?.[1] ?? 0, blockSize: b.size,
+            size: b.requested_size > 0 ? b.requested_size : b.size, stream: seg.stream, pool: poolKey(seg.segment_pool_id), blockSize: b.size,
           });
         }
       }

@@ -80,7 +80,9 @@ function poolTotals(snapshot: Snapshot): string[] {
   if (![...totals.values()].some((t) => t.pool !== '(0, 0)')) return [];
   const out = ['', 'reserved by pool:'];
   for (const t of [...totals.values()].sort((a, b) => a.device - b.device || a.pool.localeCompare(b.pool))) {
-    const name = t.pool === '(0, 0)' ? '(0, 0) default' : `${t.pool} MemPool`;
+    // PyTorch's ids: (n, 0) a CUDA graph's own pool; (0, n) a MemPool or a shared graph pool.
+    const name = t.pool === '(0, 0)' ? '(0, 0) default' : t.pool.startsWith('(0,') ? `${t.pool} MemPool or shared graph pool`
+      : `${t.pool} CUDA graph's own pool`;
     out.push(`  device ${t.device} ${name}: ${humanBytes(t.reserved)} reserved in ${t.segments} segment${t.segments === 1 ? '' : 's'}, ${humanBytes(t.allocated)} allocated`);
   }
   return out;

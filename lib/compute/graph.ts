@@ -13,6 +13,7 @@ import { MemPool } from '../mem-pool.js';
 import { checkStream, type Stream } from '../stream.js';
 import { checkOptions, describe, typeError } from '../validate.js';
 import { tuple } from '../snapshot/tuple.js';
+import { markGraphOwnedPool } from '../snapshot/pool-id.js';
 import { recording, setRecording, type CaptureRecord } from './capture-state.js';
 
 /**
@@ -69,8 +70,13 @@ export class CudaGraph {
   readonly device: number;
   /** The stream it was captured on: launch() runs it there unless given another. */
   readonly stream: Stream;
-  /** Its private pool's id, (0, n), as snapshots show the pool's segments (`segment_pool_id`). */
+  /**
+   * Its private pool's id as snapshots write it (`segment_pool_id`, trace entries' `pool_id`):
+   * (n, 0) for a pool of its own, as PyTorch writes a graph's own pool; (0, n) for a shared one
+   * (a graphPoolHandle() or a MemPool).
+   */
   readonly pool: number[];
+  readonly #poolNumber: number;
   /** The work nodes captured (kernels, copies, fills, event records). */
   readonly nodes: number;
   readonly #handle: number;
@@ -79,7 +85,7 @@ export class CudaGraph {
   #destroyed = false;
 
   /** @internal From captureGraph() only. */
-  constructor(key: typeof GRAPH_KEY, stream: Stream, handle: number, buffers: DeviceBuffer[]) {
+  constructor(key: typeof GRAPH_KEY, stream: Stream, handle: number, buffers: DeviceBuffer[], ownPool: boolean) {
     if (key !== GRAPH_KEY) {
       throw new ArgumentTypeError('CudaGraph cannot be constructed directly; use compute.captureGraph(stream, fn)',
         'ERR_ILLEGAL_CONSTRUCTOR');
@@ -88,7 +94,9 @@ export class CudaGraph {
     this.stream = stream;
     this.#handle = handle;
     const info = native.graphInfo(this.device, handle);
-    this.pool = tuple(0, info.pool);
+    if (ownPool) markGraphOwnedPool(info.pool);
+    this.#poolNumber = info.pool;
+    this.pool = ownPool ? tuple(info.pool, 0) : tuple(0, info.pool);
     this.nodes = info.nodes;
     this.#buffers = buffers;
   }
@@ -151,7 +159,7 @@ export class CudaGraph {
   /** @internal The pool's id n of (0, n), for a capture sharing it. */
   poolNumber(): number {
     this.#assertUsable('the pool of a graph');
-    return this.pool[1]!;
+    return this.#poolNumber;
   }
 }
 
@@ -224,7 +232,7 @@ export function captureGraph(stream: Stream, fn: () => void, options?: CaptureOp
   // The buffers the graph names and that outlived the capture: held while it lives.
   const buffers = [...record.named].filter((b) => !b.disposed);
   for (const b of buffers) holdForGraph(b, +1);
-  return new CudaGraph(GRAPH_KEY, s, handle, buffers);
+  return new CudaGraph(GRAPH_KEY, s, handle, buffers, pool === 0);
 }
 
 /** Whether a capture is underway on `device` and how many frees wait for its end (for tests and monitoring). */

@@ -14,6 +14,7 @@ import { readSamples } from '../monitoring/metrics.js';
 import type { TraceEntry } from '../snapshot/types.js';
 import type { PeakState } from './report.js';
 import type { FreeSegment } from './reading.js';
+import { poolKey } from '../snapshot/pool-id.js';
 
 /** Replays run on device 0 of their simulated runtime, whichever device was recorded. */
 const DEVICE = 0;
@@ -260,7 +261,7 @@ export class SimDriver {
   /** Our segments of the default pools that hold nothing live, by recorded stream. */
   freeDefaultSegments(): FreeSegment[] {
     return memory.memory_snapshot().filter((g) => g.device === DEVICE && !g.is_expandable &&
-      (g.segment_pool_id?.[1] ?? 0) === 0 && g.blocks.every((b) => b.state === 'inactive' || b.state === 'active_pending_free'))
+      poolKey(g.segment_pool_id) === 0 && g.blocks.every((b) => b.state === 'inactive' || b.state === 'active_pending_free'))
       .map((g) => ({ small: g.segment_type === 'small', stream: this.recordedStream(g.stream), size: g.total_size, address: g.address }));
   }
 

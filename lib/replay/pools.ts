@@ -81,6 +81,7 @@ import { releasesInOrder, settingsOf, startsCacheRelease } from './reading.js';
 import { settingsDict, sizePolicy } from './driver.js';
 import { rangeHolding } from '../analysis/ranges.js';
 import { SMALL_SEGMENT, SMALL_SIZE } from './start.js';
+import { poolKey } from '../snapshot/pool-id.js';
 
 interface Instance {
   address: number;
@@ -283,7 +284,7 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
     const inst = open.get(g.address);
     if (!inst) continue;
     inst.known = isPrivate(g.segment_pool_id) ? 'private' : 'default';
-    if (inst.known === 'private') inst.finalPool = g.segment_pool_id[1] ?? 0;
+    if (inst.known === 'private') inst.finalPool = poolKey(g.segment_pool_id);
   }
   // 2, 3 and 5, to a fixed point. `poolEnds` keeps the runs read as a pool's end (for 4). A
   // segment known default makes the segments apart from it private (5); one known private
@@ -393,7 +394,7 @@ export function inferPrivatePools(s: Snapshot, device: number, forced: ReadonlyM
 
   // Ids: a pool still in the final snapshot keeps its own; the others get new ones after all of them.
   const roots = new Map<number, number>();
-  let next = Math.max(0, ...finalSegs.map((g) => g.segment_pool_id?.[1] ?? 0)) + 1;
+  let next = Math.max(0, ...finalSegs.map((g) => poolKey(g.segment_pool_id))) + 1;
   for (const g of instances) {
     if (g.known === 'private' && g.finalPool !== 0) roots.set(find(g.index), g.finalPool);
   }

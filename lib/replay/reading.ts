@@ -38,6 +38,7 @@ import { humanBytes } from '../format.js';
 import { snapshotArg } from '../analysis/args.js';
 import { segmentDelta } from '../analysis/timeline.js';
 import { SMALL_SEGMENT } from './start.js';
+import { poolKey } from '../snapshot/pool-id.js';
 
 /** A segment free or unmap: memory given back. */
 const releases = (e: TraceEntry | undefined): boolean => e !== undefined && segmentDelta(e) < 0;
@@ -82,7 +83,7 @@ export function releasesInOrder(settings: Record<string, unknown>): boolean {
 function startsAnotherCall(before: TraceEntry, e: TraceEntry): boolean {
   if (before.action !== 'segment_free' || e.action !== 'segment_free') return false;
   // The default pools are released before any pool's, in one call.
-  if ((before.pool_id?.[1] ?? 0) !== 0 && (e.pool_id?.[1] ?? 0) === 0) return true;
+  if (poolKey(before.pool_id) !== 0 && poolKey(e.pool_id) === 0) return true;
   const key = (x: TraceEntry) => [x.size === SMALL_SEGMENT ? 1 : 0, x.stream, x.size, x.addr ?? 0];
   const a = key(before);
   const b = key(e);
@@ -178,7 +179,7 @@ export function failedMallocs(trace: readonly TraceEntry[], c: ReleaseInRequest,
   for (let j = Math.min(...c.runs); releases(trace[j]); j++) released.push(trace[j]!);
   // Oversize blocks are released from the request's own stream and pool only.
   const same = (e: TraceEntry | undefined, size: number) => e !== undefined && e.size === size && e.stream === request.stream &&
-    (e.pool_id?.[1] ?? 0) === (request.pool_id?.[1] ?? 0);
+    poolKey(e.pool_id) === poolKey(request.pool_id);
   if (!first.sizes.every((size, k) => same(released[k], size))) return null;
   return first.retries && (c.runs.length === 2 || released.length > first.sizes.length) ? 2 : 1;
 }

@@ -12,6 +12,7 @@ import { InitialLive, releasingAction, reservedAtStartOf, segmentDelta, type Liv
 import { recordedCapacity, settingsOf } from './reading.js';
 import { inferPrivatePools, type InferredPools } from './pools.js';
 import { firstAllocSegment, startLayout, type StartLayout } from './start.js';
+import { poolKey } from '../snapshot/pool-id.js';
 
 export interface Recording {
   device: number;
@@ -84,7 +85,7 @@ export function readRecording(s: Snapshot, device: number, forced: ReadonlyMap<n
       reuses[i] = liveAt.get(e.addr) ?? -1;
       liveAt.set(e.addr, i);
       slot[i] = i;
-      const pool = e.pool_id?.[1] ?? 0;
+      const pool = poolKey(e.pool_id);
       if (pool !== 0) lastPoolAlloc.set(pool, i);
     } else if (e.action === freeAt) {
       slot[i] = liveAt.get(e.addr) ?? -1;

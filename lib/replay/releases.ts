@@ -8,6 +8,7 @@ import type { Recording } from './recording.js';
 import {
   failedMallocs, isReleaseOfAll, releasesInOrder, releasesInRequests, runEnd, type ReleaseInRequest,
 } from './reading.js';
+import { poolKey } from '../snapshot/pool-id.js';
 
 /** What the loop must ask about at an entry. */
 export const DECIDE = 1;
@@ -68,7 +69,7 @@ export class Releases {
   poolEndAt(i: number): Set<number> | null {
     const ended = new Set<number>();
     for (let j = i, end = runEnd(this.#trace, i, this.inOrder); j < end; j++) {
-      const id = this.#trace[j]!.pool_id?.[1] ?? 0;
+      const id = poolKey(this.#trace[j]!.pool_id);
       if (id === 0 || (this.#rec.lastPoolAlloc.get(id) ?? -1) > j) return null;
       ended.add(id);
     }
@@ -87,7 +88,7 @@ export class Releases {
 
   #take(candidate: ReleaseInRequest): void {
     const request = this.#trace[candidate.request]!;
-    const pool = this.#driver.knownPool(request.pool_id?.[1] ?? 0);
+    const pool = this.#driver.knownPool(poolKey(request.pool_id));
     // With max_split_size_mb it is decided at the release itself (#settle); until then the
     // frees before it are the request's.
     const atRelease = this.#maxSplit && !this.#limited && candidate.runs.length > 0 && pool >= 0;

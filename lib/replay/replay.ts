@@ -20,6 +20,7 @@ import { checkSettings, SimDriver } from './driver.js';
 import { DECIDE, FAIL, FREE_IN_REQUEST, Releases } from './releases.js';
 import { Divergence } from './divergence.js';
 import { rebuildStart } from './start.js';
+import { poolKey } from '../snapshot/pool-id.js';
 
 /**
  * Replays device `options.device` of the snapshot on a fresh simulated device. This
@@ -104,7 +105,7 @@ function replayOn(driver: SimDriver, rec: Recording, settings: string, capacityB
     }
     const slot = rec.slot[i]!;
     if (e.action === 'alloc' && slot >= 0) {
-      if (e.pool_id?.[1]) counts.poolAllocs++;
+      if (poolKey(e.pool_id) !== 0) counts.poolAllocs++;
       if (rec.reuses[i]! >= 0) driver.free(rec.reuses[i]!);  // an address handed out twice: the ring lost the free between
       oom = allocOrOom(driver, slot, e, i);
       if (oom) break;
@@ -147,7 +148,7 @@ function side(startReserved: number, segmentGrowths = 0): ReplaySide {
 /** Replays an allocation: null, or where the replay ran out of memory. */
 function allocOrOom(driver: SimDriver, slot: number, e: TraceEntry, i: number): ReplayReport['oom'] {
   try {
-    driver.alloc(slot, e.pool_id?.[1] ?? 0, e.size, e.stream);
+    driver.alloc(slot, poolKey(e.pool_id), e.size, e.stream);
   } catch (err) {
     if (!(err instanceof CudaOutOfMemoryError)) throw err;
     return { index: i, size: e.size, message: err.message };
@@ -173,7 +174,7 @@ function retryOom(driver: SimDriver, e: TraceEntry, i: number, ooms: ReplayRepor
   ooms.recorded++;
   try {
     if (alone && e.pool_id === undefined) driver.allocAndFreeAlone(e.size, e.stream);
-    else driver.allocAndFree(e.pool_id?.[1] ?? 0, e.size, e.stream);
+    else driver.allocAndFree(poolKey(e.pool_id), e.size, e.stream);
     driver.emptyCache();
     if (ooms.notReproducedAt.length < 100) ooms.notReproducedAt.push(i);
   } catch (err) {

@@ -18,6 +18,7 @@ import { CudaOutOfMemoryError } from '../errors.js';
 import { settingsDict, sizePolicy, type SimDriver } from './driver.js';
 import type { Recording } from './recording.js';
 import type { ReplayReport } from './report.js';
+import { poolKey } from '../snapshot/pool-id.js';
 
 const MiB = 1024 * 1024;
 /** The small pool's segment size. */
@@ -62,13 +63,13 @@ export function startLayout(s: Snapshot, device: number, initialLive: Map<number
   for (const e of trace) {
     if (e.action === 'segment_alloc') created.add(e.addr!);
     else if (e.action === 'segment_free' && !created.has(e.addr!) && !found.has(e.addr!)) {
-      found.set(e.addr!, { address: e.addr!, size: e.size, stream: e.stream, pool: e.pool_id?.[1] ?? 0, small: e.size === SMALL_SEGMENT, live: [] });
+      found.set(e.addr!, { address: e.addr!, size: e.size, stream: e.stream, pool: poolKey(e.pool_id), small: e.size === SMALL_SEGMENT, live: [] });
     }
   }
   for (const seg of s.segments) {
     if (seg.device !== device || seg.is_expandable || created.has(seg.address) || found.has(seg.address)) continue;
     found.set(seg.address, {
-      address: seg.address, size: seg.total_size, stream: seg.stream, pool: seg.segment_pool_id?.[1] ?? 0,
+      address: seg.address, size: seg.total_size, stream: seg.stream, pool: poolKey(seg.segment_pool_id),
       small: seg.segment_type === 'small', live: [],
     });
   }
@@ -188,7 +189,7 @@ export function rebuildStart(rec: Recording, driver: SimDriver, expandable: bool
     }
     if (first && firstBase !== null) {
       const e = rec.trace[0]!;
-      if (driver.plan(e.size, e.stream, driver.pool(e.pool_id?.[1] ?? 0)).cached?.ptr !== firstBase) {
+      if (driver.plan(e.size, e.stream, driver.pool(poolKey(e.pool_id))).cached?.ptr !== firstBase) {
         driver.unplace(firstBase);
         out.lost = lostSegmentAlloc(first, e);
         report.lostSegmentAlloc = true;

@@ -3,10 +3,10 @@
 // no clock converter: its cost depends only on segments and blocks.
 import { native } from '../native.js';
 import { deviceCount } from '../device.js';
-import { markShared, stacks, tags } from '../history/stack-store.js';
+import { stacks, tags } from '../history/stack-store.js';
 import { capture } from '../history/record.js';
 import { annotations } from '../history/annotations.js';
-import { tuple } from './tuple.js';
+import { isGraphOwnedPool, poolTupleOf } from './pool-id.js';
 import { LazyList } from './lazy-list.js';
 import type { JsonBytes } from './json-bytes.js';
 import './layout.js';
@@ -15,19 +15,6 @@ import type { Block, BlockState, Segment, Snapshot, TraceAction, TraceEntry } fr
 
 const STATES: BlockState[] = ['inactive', 'active_allocated', 'active_pending_free'];
 let actions: TraceAction[] | undefined;
-
-// One tuple per pool id, shared by every segment and entry of that pool (frozen, since it
-// is shared; pickle memoizes it once).
-const poolTuples = new Map<number, number[]>();
-function poolTuple(pool: number): number[] {
-  let t = poolTuples.get(pool);
-  if (!t) {
-    t = Object.freeze(tuple(0, pool)) as number[];
-    markShared(t);
-    poolTuples.set(pool, t);
-  }
-  return t;
-}
 
 function decodeSegments(device: number, segs: Float64Array, blocks: Float64Array, out: Segment[]): void {
   for (let i = 0; i < segs.length; i += Seg.width) {
@@ -56,7 +43,7 @@ function decodeSegments(device: number, segs: Float64Array, blocks: Float64Array
       requested_size: segs[i + Seg.requested_size]!,
       stream: segs[i + Seg.stream]!,
       segment_type: segs[i + Seg.is_small] ? 'small' : 'large',
-      segment_pool_id: poolTuple(segs[i + Seg.pool]!),
+      segment_pool_id: poolTupleOf(segs[i + Seg.pool]!),
       is_expandable: segs[i + Seg.is_expandable] === 1,
       frames: stacks.frames(segs[i + Seg.stack]!),
       blocks: bl,
@@ -77,7 +64,7 @@ export function decodeTraces(t: Float64Array, start = 0, end = t.length / Trc.wi
     const stream = t[i + Trc.stream]!;
     const time_us = t[i + Trc.time_us]!;
     const user_metadata = tag ? tags.name(tag) : '';
-    const pool_id = poolTuple(t[i + Trc.pool]!);
+    const pool_id = poolTupleOf(t[i + Trc.pool]!);
     const seq = t[i + Trc.seq]!;
     // Each entry is built in one literal so V8 gives them all one shape.
     const e: TraceEntry = action === 'oom'
@@ -107,7 +94,9 @@ const J = {
   time: ascii(',"time_us":'),
   metadata: ascii(',"compile_context":"N/A","user_metadata":'),
   noTag: ascii('""'),
-  pool: ascii(',"pool_id":[0,'),
+  pool: ascii(',"pool_id":['),
+  zeroThen: ascii('0,'),
+  thenZero: ascii(',0'),
   seq: ascii('],"seq":'),
   frames: ascii(',"frames":'),
   end: ascii('}'),
@@ -140,7 +129,15 @@ export function writeTraceEntriesJson(t: Float64Array, start: number, end: numbe
       out.bytes(J.noTag);
     }
     out.bytes(J.pool);
-    out.number(t[i + Trc.pool]!);
+    const pool = t[i + Trc.pool]!;
+    // (0, n), or (n, 0) for a graph's own pool: the tuple poolTupleOf gives the other paths.
+    if (pool !== 0 && isGraphOwnedPool(pool)) {
+      out.number(pool);
+      out.bytes(J.thenZero);
+    } else {
+      out.bytes(J.zeroThen);
+      out.number(pool);
+    }
     out.bytes(J.seq);
     out.number(t[i + Trc.seq]!);
     if (withFrames || stack) {

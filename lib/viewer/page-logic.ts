@@ -132,7 +132,8 @@ const CCAViewer = {
       checkpoints: new Map(),
       pool: raw.pool ? (CCAViewer.decode(raw.pool, 'i32') as Int32Array) : null,
       pools: raw.pools.map((p) => ({
-        name: `pool (${p.id[0]}, ${p.id[1]})`,
+        // PyTorch's ids: (n, 0) a CUDA graph's own pool, (0, n) a MemPool or a shared graph pool.
+        name: `${p.id[0] !== 0 && p.id[1] === 0 ? 'graph pool' : 'pool'} (${p.id[0]}, ${p.id[1]})`,
         at: CCAViewer.decode(p.at, 'i32') as Int32Array,
         allocated: CCAViewer.decode(p.allocated, 'f64') as Float64Array,
         reserved: CCAViewer.decode(p.reserved, 'f64') as Float64Array,

@@ -65,8 +65,9 @@ describe.skipIf(!ready)('compute.captureGraph on the fake driver', () => {
     expect(out.graph).toEqual(out.eager);
     expect(out.graph[2]).toBe(3 * 256);
     expect(out.nodes).toBe(6);
-    expect(out.pool[0]).toBe(0);
-    expect(out.pool[1]).toBeGreaterThan(0);
+    // A pool of its own is written (n, 0), as PyTorch writes a graph's own pool.
+    expect(out.pool[0]).toBeGreaterThan(0);
+    expect(out.pool[1]).toBe(0);
     expect(out.uses).toBe(1);
     expect(out.state).toEqual({ underway: false, deferredFrees: 0 });
     expect(out.valid).toBeNull();
@@ -252,7 +253,9 @@ describe.skipIf(!ready)('a history with graph pools', () => {
     expect(out.pools).toBeGreaterThan(0);
     const snap = loadSnapshot(file);
     const pooled = snap.device_traces[0]!.filter((e) => e.pool_id !== undefined && (e.pool_id[0] !== 0 || e.pool_id[1] !== 0));
-    expect(pooled.length).toBeGreaterThan(0);
+    // Both kinds: the graphs' own pools (n, 0) and the shared handle's (0, n).
+    expect(pooled.some((e) => e.pool_id![0] !== 0)).toBe(true);
+    expect(pooled.some((e) => e.pool_id![1] !== 0)).toBe(true);
     expectExact({ report: replayOnSim(snap) } as never);
   });
 });

@@ -77,14 +77,16 @@ describe('cca on PyTorch\'s fixture', () => {
     });
     const file = join(dir, 'pools.json');
     writeFileSync(file, JSON.stringify({
-      segments: [seg(0x1000000, [0, 0], 20 * 2 ** 20, 0), seg(0x3000000, [0, 3], 40 * 2 ** 20, 40 * 2 ** 20), seg(0x6000000, [0, 3], 2 * 2 ** 20, 0)],
+      segments: [seg(0x1000000, [0, 0], 20 * 2 ** 20, 0), seg(0x3000000, [0, 3], 40 * 2 ** 20, 40 * 2 ** 20), seg(0x6000000, [0, 3], 2 * 2 ** 20, 0),
+        seg(0x8000000, [5, 0], 2 * 2 ** 20, 2 ** 20)],
       device_traces: [[]],
     }));
     const lines = cca('segments', file).trim().split('\n');
-    expect(lines.slice(-3)).toEqual([
+    expect(lines.slice(-4)).toEqual([
       'reserved by pool:',
       '  device 0 (0, 0) default: 20.00 MiB reserved in 1 segment, 0 B allocated',
-      '  device 0 (0, 3) MemPool: 42.00 MiB reserved in 2 segments, 40.00 MiB allocated',
+      '  device 0 (0, 3) MemPool or shared graph pool: 42.00 MiB reserved in 2 segments, 40.00 MiB allocated',
+      "  device 0 (5, 0) CUDA graph's own pool: 2.00 MiB reserved in 1 segment, 1.00 MiB allocated",
     ]);
     expect(cca('segments', FIXTURE)).not.toContain('reserved by pool');
   });
