@@ -73,6 +73,35 @@ describe.skipIf(!ready)('compute.captureGraph on the fake driver', () => {
     expect(out.valid).toBeNull();
   });
 
+  it('forks a side stream with events and joins it back; the side stream allocates from the graph\'s pool', () => {
+    const out = run(`
+      const s = cuda.Stream.create();
+      const side = cuda.Stream.create();
+      const A = cuda.alloc(N * 4, { stream: s }).copyFrom(ramp(1));
+      const B = cuda.alloc(N * 4, { stream: s }).copyFrom(ramp(1));
+      const fork = new compute.Event();
+      const join = new compute.Event();
+      const g = compute.captureGraph(s, () => {
+        fork.record(s);
+        side.waitEvent(fork);        // the side stream joins the capture
+        double(B, side);             // its temporary: from the graph's pool, on the side stream
+        double(A, s);
+        join.record(side);
+        s.waitEvent(join);           // joined back before the capture ends
+      });
+      const streams = memory.memory_snapshot().filter((seg) => seg.segment_pool_id[0] === g.pool[0] && seg.segment_pool_id[1] === g.pool[1])
+        .map((seg) => seg.stream).sort();
+      for (let i = 0; i < 3; i++) g.launch();
+      const r = { a: read(A)[0], b: read(B)[0], streams, expected: [s.handle, side.handle].sort() };
+      g.destroy(); A.free(); B.free(); fork.destroy(); join.destroy();
+      r.valid = memory.check_invariants();
+      return r;`);
+    expect(out.a).toBe(8);  // doubled by each of three launches
+    expect(out.b).toBe(8);
+    expect(out.streams).toEqual(out.expected);
+    expect(out.valid).toBeNull();
+  });
+
   it('refuses to free a buffer a live graph names, until the graph is destroyed', () => {
     const out = run(`
       const s = cuda.Stream.create();
