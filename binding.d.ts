@@ -182,6 +182,7 @@ export interface NativeBinding {
   launchLimits(device: number): LaunchLimits;
   // CUDA graphs (graph_functions.cpp). mode: 0 global, 1 thread_local, 2 relaxed; pool 0: the graph's own.
   graphPoolHandle(device: number): number;
+  /** -> the pool's id n (a new one when `pool` is 0). */
   graphCaptureBegin(device: number, stream: number, pool: number, mode: number): number;
   graphCaptureEnd(device: number, stream: number): number;
   graphCaptureAbort(device: number, stream: number): void;

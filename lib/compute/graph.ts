@@ -94,7 +94,6 @@ export class CudaGraph {
     this.stream = stream;
     this.#handle = handle;
     const info = native.graphInfo(this.device, handle);
-    if (ownPool) markGraphOwnedPool(info.pool);
     this.#poolNumber = info.pool;
     this.pool = ownPool ? tuple(info.pool, 0) : tuple(0, info.pool);
     this.nodes = info.nodes;
@@ -211,7 +210,9 @@ export function captureGraph(stream: Stream, fn: () => void, options?: CaptureOp
     throw new InvalidArgumentError('captureGraph: a capture is already running on this thread (captures do not nest); ' +
       'capture the inner work as its own graph and launch it inside', 'ERR_CCA_CAPTURE_UNSUPPORTED');
   }
-  native.graphCaptureBegin(s.device, s.handle, pool, MODES[mode as CaptureMode]);
+  const poolNumber = native.graphCaptureBegin(s.device, s.handle, pool, MODES[mode as CaptureMode]);
+  // Its own pool is written (n, 0) from the start: a snapshot taken inside fn says so too.
+  if (pool === 0) markGraphOwnedPool(poolNumber);
   const record: CaptureRecord = { device: s.device, named: new Set(), allocated: new Set() };
   setRecording(record);
   let handle: number;

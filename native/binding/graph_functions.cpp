@@ -15,11 +15,11 @@ Napi::Value GraphPoolHandle(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), runtime(info).graphs(device_arg(info, 0)).pool_handle());
 }
 
-// graphCaptureBegin(device, stream, pool (0: its own), mode 0 global | 1 thread_local | 2 relaxed) -> capture id
+// graphCaptureBegin(device, stream, pool (0: its own), mode 0 global | 1 thread_local | 2 relaxed) -> the pool's id
 Napi::Value GraphCaptureBegin(const Napi::CallbackInfo& info) {
   const double mode = number_arg(info, 3, "mode");
   if (mode != 0 && mode != 1 && mode != 2) throw InvalidArgumentError("capture mode must be 0, 1 or 2");
-  const std::uint64_t id = runtime(info).graphs(device_arg(info, 0))
+  const std::uint32_t id = runtime(info).graphs(device_arg(info, 0))
                                .begin_capture(u64_arg(info, 1, "stream"), static_cast<std::uint32_t>(u64_arg(info, 2, "pool")),
                                               static_cast<CaptureMode>(static_cast<int>(mode)));
   return Napi::Number::New(info.Env(), static_cast<double>(id));

@@ -54,7 +54,7 @@ std::uint32_t DeviceGraphs::pool_handle() {
   return allocator_.reserve_pool_id();
 }
 
-std::uint64_t DeviceGraphs::begin_capture(StreamId stream, std::uint32_t pool, CaptureMode mode) {
+std::uint32_t DeviceGraphs::begin_capture(StreamId stream, std::uint32_t pool, CaptureMode mode) {
   GraphEngine& g = engine("captureGraph");
   if (stream == 0) {
     throw capture_error(
@@ -83,7 +83,7 @@ std::uint64_t DeviceGraphs::begin_capture(StreamId stream, std::uint32_t pool, C
   }
   allocator_.capture_started(p, info.id);
   capturing_.emplace(stream, Capturing{p, info.id});
-  return info.id;
+  return p;
 }
 
 std::uint64_t DeviceGraphs::end_capture(StreamId stream) {

@@ -27,9 +27,9 @@ class DeviceGraphs {
   std::uint32_t pool_handle();
   // Begins capturing `stream` (a created or adopted stream; never the legacy default stream)
   // into a graph whose allocations come from `pool` (0: a pool of its own). Returns the
-  // capture's id. ERR_CCA_CAPTURE_UNSUPPORTED on the simulator, on stream 0, on a stream
+  // pool's id (the one made for it when `pool` is 0). ERR_CCA_CAPTURE_UNSUPPORTED on the simulator, on stream 0, on a stream
   // already capturing, and with caching off; ERR_CCA_INVALID_POOL for a released pool.
-  std::uint64_t begin_capture(StreamId stream, std::uint32_t pool, CaptureMode mode);
+  std::uint32_t begin_capture(StreamId stream, std::uint32_t pool, CaptureMode mode);
   // Ends the capture begun on `stream` and makes its graph ready to launch; returns the
   // graph's handle. A capture the driver invalidated is ended, its pool's use given back,
   // and ERR_CCA_CAPTURE_INVALIDATED thrown with the driver's reason.
