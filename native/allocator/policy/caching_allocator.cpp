@@ -98,23 +98,8 @@ CCA_HOT DevicePtr DeviceCachingAllocator::malloc_with(std::uint64_t size, Stream
   p.stream = stream;
   p.pool = &pool_for(p.size, stream);
 
-  bool found = caching_enabled_ && (get_free_block(p) || (trigger_free_memory_callbacks(lock) && get_free_block(p)));
-  if (!found) {
-    const ReleaseContext released_by(*this, ctx);  // segments released on the way carry this call's context
-    // The size of a new segment, needed only here. With caching off each allocation is a
-    // segment of its own, returned at its free.
-    p.alloc_size = caching_enabled_ ? allocation_size(p.size, config_) : p.size;
-    if (gc_enabled()) garbage_collect_cached_blocks();
-    // A rejection (throw_on_cudamalloc_oom) ends the chain at once.
-    found = alloc_block(p, false) ||
-            (!p.rejected && (try_mempool_fallback(p) || (release_available_cached_blocks(p) && alloc_block(p, false))));
-    // Releasing the whole cache synchronizes every stream: never during a capture.
-    if (!found && !p.rejected && captures_.empty()) {
-      release_cached_blocks();
-      found = alloc_block(p, true);
-    }
-  }
-  if (!found) throw_oom(p, lock);
+  const bool found = caching_enabled_ && (get_free_block(p) || (trigger_free_memory_callbacks(lock) && get_free_block(p)));
+  if (!found && !malloc_from_device(p)) throw_oom(p, lock);
   const DevicePtr ptr = hand_out(p, owner)->ptr;
   counted(size);
   check_after_operation();
@@ -130,6 +115,24 @@ DevicePtr DeviceCachingAllocator::malloc_counted(std::uint64_t size, StreamId st
   return malloc_with(size, stream, owner, ctx, [&counters](std::uint64_t n) { counters.on_malloc(n); });
 }
 
+
+// The rest of the chain after a cache miss (out of line: the cached path stays small).
+bool DeviceCachingAllocator::malloc_from_device(AllocParams& p) {
+  const ReleaseContext released_by(*this, p.ctx);  // segments released on the way carry this call's context
+  // The size of a new segment, needed only here. With caching off each allocation is a
+  // segment of its own, returned at its free.
+  p.alloc_size = caching_enabled_ ? allocation_size(p.size, config_) : p.size;
+  if (gc_enabled()) garbage_collect_cached_blocks();
+  // A rejection (throw_on_cudamalloc_oom) ends the chain at once.
+  bool found = alloc_block(p, false) ||
+               (!p.rejected && (try_mempool_fallback(p) || (release_available_cached_blocks(p) && alloc_block(p, false))));
+  // Releasing the whole cache synchronizes every stream: never during a capture.
+  if (!found && !p.rejected && captures_.empty()) {
+    release_cached_blocks();
+    found = alloc_block(p, true);
+  }
+  return found;
+}
 
 bool DeviceCachingAllocator::trigger_free_memory_callbacks(std::unique_lock<FutexMutex>& lock) {
   if (free_memory_callbacks_.empty()) return false;

@@ -347,23 +347,23 @@ class DeviceCachingAllocator {
   // dry run (malloc_plan.cpp); the caller holds the lock and checked the stream.
   AllocParams request_for(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
   bool trigger_free_memory_callbacks(std::unique_lock<FutexMutex>& lock);
+  // After a cache miss: garbage collection, a new segment, releases and retries; false: OOM.
+  bool malloc_from_device(AllocParams& p);
   bool alloc_block(AllocParams& p, bool is_retry);
   // A cached block of a use_on_oom MemPool for a request of the default pools (mem_pools.cpp).
   bool try_mempool_fallback(AllocParams& p);
   const Block* hand_out(const AllocParams& p, std::uint32_t owner);
-  // Recording the events is the one step that can fail; it comes before any change. (Inline:
-  // the cached free's path.)
+  // (Inline: the cached free's path.) A block used on other streams waits for their work:
+  // out of line, as is the return of memory with caching off.
   void free_block(const Block* block, CallContext ctx) {
-    if (capture_work_) {
-      if (free_during_capture(block, ctx)) return;
-    }
-    const int events = block->stream_uses.empty() ? 0 : events_.record(block, block->stream_uses);
-    ledger_.free_requested(block, events, ctx);
-    if (!caching_enabled_ && events == 0) {
-      const ReleaseContext released_by(*this, ctx);
-      release_if_uncached(block);
-    }
+    if (!block->stream_uses.empty()) return free_used_block(block, ctx);
+    ledger_.free_requested(block, 0, ctx);
+    if (!caching_enabled_) release_uncached(block, ctx);
   }
+  // Events on the streams the block was used on (recording them is the one step that can
+  // fail; it comes before any change), or during a graph capture, a wait for its end.
+  void free_used_block(const Block* block, CallContext ctx);
+  void release_uncached(const Block* block, CallContext ctx);
   [[noreturn]] void throw_oom(const AllocParams& p, std::unique_lock<FutexMutex>& lock);
   // --- releasing memory (release.cpp) ---
   // The call whose work releases segments (its label and stack go on their segment_free
@@ -397,7 +397,16 @@ class DeviceCachingAllocator {
   bool over_memory_fraction(std::size_t alloc_size) const {
     return fraction_set_ && total_reserved() + alloc_size > allowed_memory_maximum_;
   }
-  void process_events();
+  // Frees whose events completed become free (inline: every malloc asks; the common answer
+  // is "nothing pending"). Nothing during a capture: an event query would invalidate it.
+  void process_events() {
+    if (capture_work_) {
+      if (!captures_.empty()) return;
+      if (!deferred_.empty()) insert_deferred_events();
+    }
+    if (events_.pending() != 0) process_completed_events();
+  }
+  void process_completed_events();
   // After a block's free completed (at once or when its events did): with caching off, its
   // memory goes back to the device when it is a whole segment (or mapped pages).
   void release_if_uncached(const Block* block);
@@ -422,9 +431,11 @@ class DeviceCachingAllocator {
   void unmap_block(const Block* block);
   void release_expandable_segment(const Block* block);
   // --- captures (captures.cpp) ---
-  // free_block while capture bookkeeping exists: forgets the block's capture-time stream
-  // uses, and during a capture defers a free that would record events (true: done).
+  // free_used_block while capture bookkeeping exists: forgets the block's capture-time stream
+  // uses, and during a capture defers the free (true: done).
   bool free_during_capture(const Block* block, CallContext ctx);
+  // A destroyed stream leaves capture_uses_ too (each entry stays inside its block's uses).
+  void forget_capture_uses_of(StreamId stream);
   // record_stream's bookkeeping during a capture (the use is dropped when the free's events
   // are finally recorded: the capture's streams run only inside the graph).
   void note_capture_stream_use(const Block* block, StreamId stream);
@@ -488,8 +499,8 @@ class DeviceCachingAllocator {
   bool capture_routing_ = true;  // false only by the tests' hook
   // Set while routes_ or captures_ is non-empty: pool_for's one test on the cached path.
   bool routed_ = false;
-  // Set while captures_, deferred_ or capture_uses_ is non-empty: free_block's and
-  // process_events' one test on the cached path.
+  // Set while captures_, deferred_ or capture_uses_ is non-empty: process_events' one test
+  // on the cached path, and free_used_block's.
   bool capture_work_ = false;
   struct DeferredFree {
     const Block* block;
@@ -497,7 +508,8 @@ class DeviceCachingAllocator {
   };
   std::vector<DeferredFree> deferred_;  // frees waiting for no capture to be underway
   // Streams recorded on a live block while a capture was underway (PyTorch's
-  // block_to_cudagraph_stream_uses).
+  // block_to_cudagraph_stream_uses); always a subset of the block's stream_uses, so a block
+  // with none has no entry.
   std::unordered_map<const Block*, std::vector<StreamId>> capture_uses_;
   std::vector<std::uint32_t> use_on_oom_pools_;  // in the order they were marked
   std::uint32_t trace_subscriber_ = 0;           // the owner whose onTrace holds the queue

@@ -150,6 +150,15 @@ void DeviceCachingAllocator::note_capture_stream_use(const Block* block, StreamI
   update_routing_flags();
 }
 
+void DeviceCachingAllocator::forget_capture_uses_of(StreamId stream) {
+  for (auto it = capture_uses_.begin(); it != capture_uses_.end();) {
+    auto& uses = it->second;
+    uses.erase(std::remove(uses.begin(), uses.end(), stream), uses.end());
+    it = uses.empty() ? capture_uses_.erase(it) : std::next(it);
+  }
+  update_routing_flags();
+}
+
 bool DeviceCachingAllocator::free_during_capture(const Block* block, CallContext ctx) {
   std::vector<StreamId> captured;
   if (!capture_uses_.empty()) {

@@ -126,13 +126,7 @@ void DeviceCachingAllocator::garbage_collect_cached_blocks() {
   }
 }
 
-CCA_HOT void DeviceCachingAllocator::process_events() {
-  if (capture_work_) {
-    // No event is queried during a capture (the driver would invalidate it); after the
-    // last one, the frees it deferred get their events first.
-    if (!captures_.empty()) return;
-    if (!deferred_.empty()) insert_deferred_events();
-  }
+void DeviceCachingAllocator::process_completed_events() {
   events_.process([this](const Block* b) { free_completed(b); });
 }
 
@@ -145,6 +139,17 @@ void DeviceCachingAllocator::synchronize_and_free_events() {
 void DeviceCachingAllocator::free_completed(const Block* block) {
   ledger_.event_completed(block);
   if (!caching_enabled_) release_if_uncached(block);
+}
+
+void DeviceCachingAllocator::free_used_block(const Block* block, CallContext ctx) {
+  if (capture_work_ && free_during_capture(block, ctx)) return;
+  const int events = events_.record(block, block->stream_uses);
+  ledger_.free_requested(block, events, ctx);
+}
+
+void DeviceCachingAllocator::release_uncached(const Block* block, CallContext ctx) {
+  const ReleaseContext released_by(*this, ctx);
+  release_if_uncached(block);
 }
 
 void DeviceCachingAllocator::release_if_uncached(const Block* block) {

@@ -35,6 +35,7 @@ void DeviceCachingAllocator::forget_stream_locked(StreamId stream, bool destroy)
   streams_.erase(stream);
   if (last_live_stream_ == stream) last_live_stream_ = 0;
   ledger_.stream_destroyed(stream);
+  if (!capture_uses_.empty()) forget_capture_uses_of(stream);
   process_events();
   drop_dead_stream_bins();
 }
