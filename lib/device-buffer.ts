@@ -57,6 +57,18 @@ export function holdForGraph(buffer: DeviceBuffer, delta: number): void {
   adjustGraphs(buffer, delta);
 }
 
+/**
+ * @internal Work being captured names `buffer`. A buffer from before the capture is held at
+ * once (freeing it during the capture is refused too); one allocated during it only if it
+ * outlives the capture (compute/graph.ts holds those at the end).
+ */
+export function nameForCapture(buffer: DeviceBuffer): void {
+  const r = recording!;
+  if (r.named.has(buffer)) return;
+  r.named.add(buffer);
+  if (!r.allocated.has(buffer)) adjustGraphs(buffer, +1);
+}
+
 /** @internal For cuda.alloc() only. */
 export function makeDeviceBuffer(ptr: number, size: number, stream: Stream, gen: number, imported = false): DeviceBuffer {
   return new DeviceBuffer(ALLOC_KEY, ptr, size, stream, gen, imported);
@@ -118,7 +130,7 @@ export class DeviceBuffer {
    */
   free(): void {
     DeviceBuffer.#assertLive(this, 'free');
-    if (this.#graphs !== 0 || recording !== null) this.#assertNotInGraph();
+    if (this.#graphs !== 0) this.#refuseInGraph();
     if (this.#holding !== 'own') {
       if (this.#holding === 'imported') native.closeIpc(this.device, this.ptr);
       else native.releaseExported(this.device, this.ptr);
@@ -142,13 +154,11 @@ export class DeviceBuffer {
     return this.#graphs;
   }
 
-  #assertNotInGraph(): void {
-    const r = recording;
-    const inCapture = r !== null && r.named.has(this) && !r.allocated.has(this);
-    if (this.#graphs === 0 && !inCapture) return;
-    const why = this.#graphs !== 0
-      ? `${this.#graphs} live CUDA graph${this.#graphs === 1 ? '' : 's'} name${this.#graphs === 1 ? 's' : ''} it`
-      : 'the graph being captured names it (it was allocated before the capture)';
+  #refuseInGraph(): never {
+    const capturing = recording !== null && recording.named.has(this) && !recording.allocated.has(this);
+    const live = this.#graphs - (capturing ? 1 : 0);
+    const why = live === 0 ? 'the graph being captured names it (it was allocated before the capture)'
+      : `${live} live CUDA graph${live === 1 ? '' : 's'} name${live === 1 ? 's' : ''} it`;
     throw new InvalidArgumentError(`cannot free the buffer at 0x${this.ptr.toString(16)} on device ${this.device}: ${why}, ` +
       'and every launch of a graph writes the memory its capture named; destroy the graph first (graph.destroy())',
     'ERR_CCA_BUFFER_IN_GRAPH');
@@ -248,14 +258,17 @@ export class DeviceBuffer {
       this.#checkLength('copyFromAsync', src.size, o.offset);
       if (src.size > 0) {
         native.copyDeviceAsync(this.device, this.ptr, o.offset, src.size, buf.ptr, srcOffset, src.size, stream.handle, o.record);
-        if (recording !== null) recording.named.add(this).add(buf);
+        if (recording !== null) {
+          nameForCapture(this);
+          nameForCapture(buf);
+        }
       }
       return this;
     }
     const view = hostView('copyFromAsync', src);
     this.#checkLength('copyFromAsync', view.byteLength, o.offset);
     if (view.byteLength > 0) native.copyToDeviceAsync(this.device, this.ptr, o.offset, view, stream.handle, o.record);
-    if (recording !== null) recording.named.add(this);
+    if (recording !== null) nameForCapture(this);
     return this;
   }
 
@@ -270,7 +283,7 @@ export class DeviceBuffer {
     const view = hostView('copyToAsync', dst);
     this.#checkLength('copyToAsync', view.byteLength, o.offset);
     if (view.byteLength > 0) native.copyToHostAsync(this.device, this.ptr, o.offset, view, stream.handle, o.record);
-    if (recording !== null) recording.named.add(this);
+    if (recording !== null) nameForCapture(this);
     return dst;
   }
 

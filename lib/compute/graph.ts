@@ -225,15 +225,27 @@ export function captureGraph(stream: Stream, fn: () => void, options?: CaptureOp
     }
   } catch (e) {
     setRecording(null);
+    release(record);
     native.graphCaptureAbort(s.device, s.handle);
     throw e;
   }
   setRecording(null);
-  handle = native.graphCaptureEnd(s.device, s.handle);
-  // The buffers the graph names and that outlived the capture: held while it lives.
+  try {
+    handle = native.graphCaptureEnd(s.device, s.handle);
+  } catch (e) {
+    release(record);
+    throw e;
+  }
+  // The buffers the graph names: those from before the capture are held already; those
+  // allocated during it and still live are held from here on.
   const buffers = [...record.named].filter((b) => !b.disposed);
-  for (const b of buffers) holdForGraph(b, +1);
+  for (const b of buffers) if (record.allocated.has(b)) holdForGraph(b, +1);
   return new CudaGraph(GRAPH_KEY, s, handle, buffers, pool === 0);
+}
+
+// A capture that made no graph gives back the holds its naming took.
+function release(record: CaptureRecord): void {
+  for (const b of record.named) if (!record.allocated.has(b)) holdForGraph(b, -1);
 }
 
 /** Whether a capture is underway on `device` and how many frees wait for its end (for tests and monitoring). */

@@ -2,7 +2,7 @@
 // the arguments into the kernel's own parameter buffer (kept between launches), checks each
 // against its type, and makes one native call, in which the allocator checks every buffer
 // and records it on the launch's stream.
-import { DeviceBuffer } from '../device-buffer.js';
+import { DeviceBuffer, nameForCapture } from '../device-buffer.js';
 import { ArgumentTypeError, InvalidArgumentError } from '../errors.js';
 import { native } from '../native.js';
 import { checkStream, defaultStream, type Stream } from '../stream.js';
@@ -266,7 +266,7 @@ export class Kernel<T extends readonly ParamType[] = readonly ParamType[]> {
       if (kinds[i] !== Kind.Ptr) continue;
       const v = args[i];
       const buf = v instanceof BufferView ? v.buffer : (v as DeviceBuffer);
-      if (buf.ptr !== 0) recording!.named.add(buf);
+      if (buf.ptr !== 0) nameForCapture(buf);
     }
   }
 
