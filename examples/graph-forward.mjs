@@ -98,7 +98,7 @@ const result = {
   layers: LAYERS, kernelsPerForward: LAYERS, nodes: graph.nodes, batch: BATCH, width: WIDTH, forwards,
   same, eager: eagerTimes, graph: graphTimes,
   issueRatio: eagerTimes.issueUsPerForward / graphTimes.issueUsPerForward,
-  graphPoolReservedBytes: memory.memory_stats()[`reserved_bytes_by_private_pools.0_${graph.pool[1]}.all.current`],
+  graphPoolReservedBytes: memory.memory_stats()[`reserved_bytes_by_private_pools.${graph.pool.join('_')}.all.current`],
 };
 console.log(`graph-forward: ${LAYERS} kernels per forward; eager ${eagerTimes.issueUsPerForward.toFixed(1)} us to issue one ` +
   `(${eagerTimes.forwardsPerSecond.toFixed(0)}/s), graph ${graphTimes.issueUsPerForward.toFixed(1)} us ` +

@@ -10,6 +10,11 @@ import { cuda, memory } from 'cuda-caching-allocator';
 
 const WORDS = 1 << 18;  // 1 MiB of "weights"
 
+if (cuda.runtimeInfo().backend !== 'cuda') {
+  console.log('ipc-share: needs the cuda backend (a GPU, or CCA_DEVICE=cuda with a driver); a simulated GPU cannot share memory between processes');
+  process.exit(0);
+}
+
 if (process.argv[2] === 'worker') {
   const [message] = await once(process, 'message');
   const weights = cuda.openIpcHandle(new Uint8Array(Buffer.from(message.handle, 'base64')));

@@ -16,6 +16,16 @@ const BATCH = 256;
 const batches = Number(process.argv[2] ?? 20);
 const snapshotPath = process.argv[3] ?? 'mlp-forward.pickle';
 
+if (cuda.runtimeInfo().backend !== 'cuda') {
+  console.log('mlp-forward: needs the cuda backend (a GPU, or CCA_DEVICE=cuda with a driver); this machine runs the simulated GPU');
+  process.exit(0);
+}
+const nvrtc = compute.compilerInfo();
+if (!nvrtc.available) {
+  console.log(`mlp-forward: needs NVRTC to compile its kernel (${nvrtc.reason})`);
+  process.exit(0);
+}
+
 const program = await compute.compile(`
 extern "C" __global__ void linear(const float* x, const float* w, const float* b, float* y,
                                   unsigned rows, unsigned in, unsigned out, unsigned relu) {

@@ -14,6 +14,7 @@ import { stacks } from './history/stack-store.js';
 import { currentMetadata } from './history/metadata.js';
 import type { Segment, Snapshot } from './snapshot/types.js';
 import { markChecked } from './snapshot/check.js';
+import { poolTupleOf } from './snapshot/pool-id.js';
 
 export { annotate, type Region } from './history/annotations.js';
 export { _get_memory_metadata, _set_memory_metadata, withMemoryMetadata } from './history/metadata.js';
@@ -48,8 +49,9 @@ function statValue(key: string, device: unknown): number {
  * `oversize_segments.*`, `num_alloc_retries`, `num_ooms`, `num_sync_all_streams`,
  * `num_device_alloc`, `num_device_free`, `max_split_size` (-1 when unlimited), and the newer
  * `num_oom_rejections` (allocations refused by `throw_on_cudamalloc_oom`): 123 in all. Each
- * live MemPool adds `reserved_bytes_by_private_pools.0_<n>.{all,small_pool,large_pool}.
- * {current,peak,allocated,freed}` as PyTorch does. Where native code allocates through the
+ * live private pool adds `reserved_bytes_by_private_pools.<a>_<b>.{all,small_pool,large_pool}.
+ * {current,peak,allocated,freed}` as PyTorch does, `<a>_<b>` its id: `0_<n>` for a MemPool or
+ * a shared graph pool, `<n>_0` for a CUDA graph's own pool. Where native code allocates through the
  * C ABI (interop), each client name adds `clients.<name>.{allocated_bytes,allocation}.
  * {current,peak}` and `.num_allocs`/`.num_frees`. Keys are sorted, as PyTorch's are.
  */
@@ -74,7 +76,8 @@ export function memory_stats(device?: number): Record<string, number> {
   }
   const pools = native.poolReservedStats(d);
   for (let i = 0; i < pools.length; i += 13) {
-    const k = `reserved_bytes_by_private_pools.0_${pools[i]}`;
+    const id = poolTupleOf(pools[i]!);  // (n, 0) for a CUDA graph's own pool, as snapshots write it
+    const k = `reserved_bytes_by_private_pools.${id[0]}_${id[1]}`;
     for (let p = 0; p < 3; p++) {
       for (let f = 0; f < 4; f++) out[`${k}.${POOL_NAMES[p]}.${FIELD_NAMES[f]}`] = pools[i + 1 + p * 4 + f]!;
     }
