@@ -3,9 +3,10 @@
 // Pointers and stream handles are plain numbers (they fit in 53 bits); sizes are bytes.
 
 export interface RuntimeInfo {
-  backend: 'sim' | 'cuda';
+  /** 'none' where the native addon cannot load (only runtimeInfo() says so; the addon never does). */
+  backend: 'sim' | 'cuda' | 'none';
   deviceCount: number;
-  /** Why this backend was chosen (e.g. no GPU, so the simulator). */
+  /** Why this backend was chosen (e.g. no GPU, so the simulator), or why there is none. */
   note: string;
   /** Increases when the runtime is replaced; stale handles carry an older one. */
   generation: number;

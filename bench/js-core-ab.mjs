@@ -11,10 +11,12 @@ import { fillCache } from './cache-setup.mjs';
 
 const [oldRoot, newRoot] = process.argv.slice(2);
 if (!oldRoot || !newRoot) throw new Error('usage: node bench/js-core-ab.mjs OLD_ROOT NEW_ROOT');
-const load = async (root) => ({
-  api: await import(pathToFileURL(path.resolve(root, 'dist/index.js')).href),
-  native: (await import(pathToFileURL(path.resolve(root, 'dist/native.js')).href)).native,
-});
+// The addon object itself (a tree whose addon loads on first use exports loadNative(); an older
+// one loads it at import): never the lazy stand-in, whose every call would go through a proxy.
+const load = async (root) => {
+  const mod = await import(pathToFileURL(path.resolve(root, 'dist/native.js')).href);
+  return { api: await import(pathToFileURL(path.resolve(root, 'dist/index.js')).href), native: mod.loadNative?.() ?? mod.native };
+};
 const apis = { old: await load(oldRoot), new: await load(newRoot) };
 const sides = { old: apis.old.native, new: apis.new.native };
 

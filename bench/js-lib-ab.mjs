@@ -28,7 +28,8 @@ fs.rmSync(tree, { recursive: true, force: true });
 
 const A = await import(pathToFileURL(path.join(out, 'index.js')).href);
 const B = await import(pathToFileURL(path.join(root, 'dist/index.js')).href);
-const { native } = await import(pathToFileURL(path.join(root, 'dist/native.js')).href);
+// The addon object itself, not the lazy stand-in (whose every call would go through a proxy).
+const native = (await import(pathToFileURL(path.join(root, 'dist/native.js')).href)).loadNative();
 const { freshState, machine } = await import('./common.mjs');
 const { fillCache } = await import('./cache-setup.mjs');
 

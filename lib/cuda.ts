@@ -8,7 +8,7 @@ import { resubscribeTraces } from './history/live-trace.js';
 import { stacks, tags } from './history/stack-store.js';
 import { currentMetadata } from './history/metadata.js';
 import { notifyOutOfMemory } from './oom.js';
-import { native } from './native.js';
+import { native, nativeStatus } from './native.js';
 import { callSlots } from './call-slots.js';
 import { Stream, checkStream, defaultStream } from './stream.js';
 import { generation, setGeneration } from './generation.js';
@@ -23,11 +23,16 @@ export { openIpcHandle, ipc_collect } from './interop/ipc.js';
  * why. It does not switch backends: CCA_DEVICE (default auto) chose at start.
  */
 export function isAvailable(): boolean {
-  return native.cudaProbe().available;
+  return probe().available;
 }
 
-/** The details behind isAvailable(): reason, device count, driver version, library path. */
+/**
+ * The details behind isAvailable(): reason, device count, driver version, library path.
+ * Never throws: where the native addon cannot load, `reason` says so and how to get it.
+ */
 export function probe(): CudaProbe {
+  const status = nativeStatus();
+  if (!status.available) return { available: false, reason: status.error.message, deviceCount: 0, driverVersion: 0, path: '' };
   return native.cudaProbe();
 }
 

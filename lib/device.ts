@@ -1,5 +1,5 @@
 // Devices: how many, which one is current, and what each one is.
-import { native } from './native.js';
+import { native, nativeStatus } from './native.js';
 import { checkInteger } from './validate.js';
 import type { DeviceInfo, RuntimeInfo } from '../binding.js';
 
@@ -9,7 +9,13 @@ let current = 0;
 let count: number | undefined;
 
 /** The backend in use and why it was chosen (the simulator says so). */
+/**
+ * Which backend serves the live allocator, and why. Never throws: where the native addon
+ * cannot load, `backend` is 'none' and `note` says why and how to get it.
+ */
 export function runtimeInfo(): RuntimeInfo {
+  const status = nativeStatus();
+  if (!status.available) return { backend: 'none', deviceCount: 0, note: status.error.message, generation: 0, isolated: false };
   return native.runtimeInfo();
 }
 

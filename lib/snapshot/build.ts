@@ -9,7 +9,6 @@ import { annotations } from '../history/annotations.js';
 import { isGraphOwnedPool, poolTupleOf } from './pool-id.js';
 import { LazyList } from './lazy-list.js';
 import type { JsonBytes } from './json-bytes.js';
-import './layout.js';
 import { Blk, Seg, Trc } from './records.generated.js';
 import type { Block, BlockState, Segment, Snapshot, TraceAction, TraceEntry } from './types.js';
 

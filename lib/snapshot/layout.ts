@@ -1,11 +1,10 @@
 // Where each field sits in the addon's snapshot records. The layout is described once, in
 // native/binding/snapshot_records.h; records.generated.ts is made from it (the offsets as
 // const enums, which tsc compiles to plain numbers), and test/api/snapshot-layout.test.ts fails
-// when the two differ. At load the addon's own list (snapshotLayout()) is compared with
-// the generated one: an addon from another version (a stale build or prebuild) is refused
-// with a clear error instead of decoding shifted numbers.
+// when the two differ. When the addon loads (native.ts) its own list (snapshotLayout()) is
+// compared with the generated one: an addon from another version (a stale build or prebuild)
+// is refused with a clear error instead of decoding shifted numbers.
 import { AllocatorError } from '../errors.js';
-import { native } from '../native.js';
 import { BLOCK_FIELDS, SEGMENT_FIELDS, TRACE_FIELDS } from './records.generated.js';
 
 /** @internal Each record's fields in order, as this version decodes them. */
@@ -24,7 +23,10 @@ export function checkLayout(kind: RecordKind, names: readonly string[]): void {
   );
 }
 
-const addon = native.snapshotLayout();
-checkLayout('segment', addon.segment);
-checkLayout('block', addon.block);
-checkLayout('trace', addon.trace);
+/** @internal native.ts, as the addon loads: refuses an addon whose records differ from ours. */
+export function checkAddonLayout(addon: { snapshotLayout(): { segment: string[]; block: string[]; trace: string[] } }): void {
+  const layout = addon.snapshotLayout();
+  checkLayout('segment', layout.segment);
+  checkLayout('block', layout.block);
+  checkLayout('trace', layout.trace);
+}
