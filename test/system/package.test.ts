@@ -6,7 +6,7 @@
 // from source by `npm rebuild`, once installed and run as arm64 (npm and Node for arm64 under
 // qemu) on the arm64 prebuild.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
@@ -77,13 +77,13 @@ function arm64Node(skip: (why: string) => never): string {
   }
 }
 
-/** An empty project whose lockfile names the tarball and our production dependencies. */
-function consumer(name: string): string {
+/** An empty project whose lockfile names the tarball (default: the packed one) and our production dependencies. */
+function consumer(name: string, from = tarball): string {
   const dir = join(work, name);
   mkdirSync(dir);
   const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'));
-  const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`;
-  const spec = `file:${tarball}`;
+  const integrity = `sha512-${createHash('sha512').update(readFileSync(from)).digest('base64')}`;
+  const spec = `file:${from}`;
   const packages: Record<string, unknown> = {
     '': { name, version: '1.0.0', dependencies: { 'cuda-caching-allocator': spec } },
     'node_modules/cuda-caching-allocator': {
@@ -178,6 +178,41 @@ describe('the packed package in an empty project, offline', () => {
     const resolved = execFileSync(process.execPath, ['-e', "console.log(require('node-gyp-build').resolve('node_modules/cuda-caching-allocator'))"],
       { cwd: dir, encoding: 'utf8' }).trim();
     expect(resolved).toMatch(/prebuilds\/linux-x64\/cuda-caching-allocator\.glibc\.node$/);
+  });
+
+  // A laptop with no prebuild for its platform and no compiler (issue 40): the tarball without
+  // its prebuilds, installed with only node and sh on PATH. The install succeeds with one line;
+  // cca reads PyTorch's real file; the live API says what is missing, from ESM and CommonJS.
+  it('installs without prebuilds and without a compiler: the snapshot tools work, the live API throws a code', () => {
+    const unpacked = join(work, 'no-prebuilds');
+    mkdirSync(unpacked);
+    execFileSync('tar', ['-xzf', tarball, '-C', unpacked]);
+    rmSync(join(unpacked, 'package', 'prebuilds'), { recursive: true, force: true });
+    const stripped = join(work, 'no-prebuilds.tgz');
+    execFileSync('tar', ['-czf', stripped, '-C', unpacked, 'package']);
+    const dir = consumer('without-prebuilds', stripped);
+    const bare = bareBin();
+    const installed = npm(['ci', '--offline', '--no-audit', '--no-fund', '--foreground-scripts'], dir, bare);
+    expect(installed).toMatch(/cuda-caching-allocator: installed without the native addon \(no prebuild loads on linux-x64.*the snapshot tools work/);
+    const npx = (args: string[]) => execFileSync(process.execPath, [join(NPM_BIN, 'npx-cli.js'), '--offline', ...args], {
+      cwd: dir, env: cleanEnv(bare), encoding: 'utf8',
+    });
+    const fixture = join(ROOT, 'test', 'fixtures', 'pytorch-h100-streams.pickle');
+    expect(npx(['cca', 'summary', fixture])).toMatch(/history: 1494 entries/);
+    npx(['cca', 'viz', fixture, '-o', join(dir, 'v.html')]);
+    expect(readFileSync(join(dir, 'v.html'), 'utf8')).toMatch(/^<!doctype html>/i);
+    npx(['cca', 'convert', fixture, join(dir, 'x.json')]);
+    expect(JSON.parse(readFileSync(join(dir, 'x.json'), 'utf8')).device_traces[0]).toHaveLength(1494);
+    const run = (file: string) => execFileSync(process.execPath, [file], { cwd: dir, env: cleanEnv(bare), encoding: 'utf8', stdio: 'pipe' });
+    for (const file of ['esm.mjs', 'cjs.cjs']) {
+      let error = '';
+      try {
+        run(file);
+      } catch (e) {
+        error = String((e as { stderr?: string }).stderr);
+      }
+      expect(error).toMatch(/ERR_CCA_NATIVE_UNAVAILABLE|native addon could not be loaded/);
+    }
   });
 
   // GH200/GB200 nodes run Linux on arm64: Node for arm64 from the registry, run by qemu-user
