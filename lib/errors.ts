@@ -46,8 +46,12 @@ export interface OutOfMemoryDetails {
 // name below, copied from the addon's list in the constructor): the field list lives once
 // in native/common/errors.h and once in OutOfMemoryDetails, and a test compares the two.
 export class CudaOutOfMemoryError extends AllocatorError {
-  constructor(message: string, details: OutOfMemoryDetails) {
-    super(message, 'ERR_CUDA_OUT_OF_MEMORY');
+  /**
+   * `code`: ERR_CUDA_OUT_OF_MEMORY for device memory; ERR_CCA_HOST_OUT_OF_MEMORY when the system
+   * refused pinned host memory (cuda.allocHost; `device` is -1 then).
+   */
+  constructor(message: string, details: OutOfMemoryDetails, code = 'ERR_CUDA_OUT_OF_MEMORY') {
+    super(message, code);
     Object.assign(this, details);
     detailsByError.set(this, details);
   }
@@ -108,8 +112,8 @@ export const ERROR_CLASS_BY_KIND = {
   argument: (message: string, code: string) => new InvalidArgumentError(message, code),
   pointer: (message: string, code: string) => new InvalidPointerError(message, code),
   device: (message: string, code: string) => new DeviceError(message, code),
-  oom: (message: string, _code: string, fields: Record<string, number>) =>
-    new CudaOutOfMemoryError(message, fields as unknown as OutOfMemoryDetails),
+  oom: (message: string, code: string, fields: Record<string, number>) =>
+    new CudaOutOfMemoryError(message, fields as unknown as OutOfMemoryDetails, code || 'ERR_CUDA_OUT_OF_MEMORY'),
 } as const;
 
 /** Builds the JS error for a native failure; handed to the addon once at load. */

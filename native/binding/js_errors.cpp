@@ -11,6 +11,8 @@ Napi::Value js_error(Napi::Env env, const AllocatorError& e) {
 #define CCA_OOM_SET(member, js_name) fields.Set(js_name, static_cast<double>(i.member));
     CCA_OOM_FIELDS(CCA_OOM_SET)
 #undef CCA_OOM_SET
+    // Pinned host memory belongs to no device: -1, not the unsigned field's wrap-around.
+    if (i.device == static_cast<std::uint64_t>(-1)) fields.Set("device", -1);
   }
   AddonState& s = state(env);
   if (!s.error_factory.IsEmpty()) {

@@ -101,8 +101,10 @@ struct OutOfMemoryInfo {
 
 class OutOfMemoryError : public AllocatorError {
  public:
-  OutOfMemoryError(const std::string& message, const OutOfMemoryInfo& info)
-      : AllocatorError("ERR_CUDA_OUT_OF_MEMORY", message, ErrorKind::kOutOfMemory), info_(info) {}
+  // `code`: ERR_CUDA_OUT_OF_MEMORY for device memory, ERR_CCA_HOST_OUT_OF_MEMORY for pinned
+  // host memory (`info.device` is -1 there, as a pinned block belongs to no device).
+  OutOfMemoryError(const std::string& message, const OutOfMemoryInfo& info, std::string code = "ERR_CUDA_OUT_OF_MEMORY")
+      : AllocatorError(std::move(code), message, ErrorKind::kOutOfMemory), info_(info) {}
   const OutOfMemoryInfo& info() const { return info_; }
 
  private:

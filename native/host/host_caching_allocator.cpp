@@ -43,6 +43,28 @@ HostCachingAllocator::~HostCachingAllocator() {
   }
 }
 
+// The system refused page-locked memory: an out-of-memory error of host memory, with what
+// the cache holds (the caller holds the lock).
+void HostCachingAllocator::throw_host_oom(std::size_t size, std::size_t block_size) const {
+  OutOfMemoryInfo info;
+  info.device = static_cast<std::uint64_t>(-1);
+  info.requested = size;
+  info.alloc_size = block_size;
+  info.allocated = static_cast<std::uint64_t>(stats_.active_bytes.current);
+  info.reserved = static_cast<std::uint64_t>(stats_.allocated_bytes.current);
+  for (const auto& [bytes, blocks] : free_) {
+    info.cached_free += bytes * blocks.size();
+    info.free_blocks += blocks.size();
+    if (!blocks.empty()) info.largest_free_block = std::max<std::uint64_t>(info.largest_free_block, bytes);
+  }
+  throw OutOfMemoryError("Pinned host memory out of memory. Tried to allocate " + format_size(block_size) +
+                             " of page-locked host memory (" + devices_[0]->last_error() + "). The host allocator holds " +
+                             format_size(info.reserved) + " of pinned memory, " + format_size(info.allocated) +
+                             " of it in use; memory.empty_host_cache() returns the " + format_size(info.cached_free) +
+                             " cached, and the system's limit on locked memory (ulimit -l, container limits) bounds the rest.",
+                         info, "ERR_CCA_HOST_OUT_OF_MEMORY");
+}
+
 void* HostCachingAllocator::allocate(std::size_t size, std::size_t* rounded) {
   if (size == 0) return nullptr;
   if (size > (std::size_t{1} << 62)) {
@@ -62,10 +84,12 @@ void* HostCachingAllocator::allocate(std::size_t size, std::size_t* rounded) {
     void* p = nullptr;
     const auto t0 = std::chrono::steady_clock::now();
     Status s = devices_[0]->host_alloc(&p, block_size);
-    stats_.host_alloc_time.add(micros_since(t0));
+    // Only an allocation made is timed, as PyTorch's (its check throws before the timing).
+    if (s == Status::kOutOfMemory) throw_host_oom(size, block_size);
     if (s != Status::kOk) {
       throw device_error(*devices_[0], "allocating " + format_size(block_size) + " of pinned host memory", s);
     }
+    stats_.host_alloc_time.add(micros_since(t0));
     b = new Block{static_cast<char*>(p), block_size, false, 0, {}};
     blocks_.emplace(b->ptr, b);
     ++stats_.num_host_alloc;

@@ -76,6 +76,7 @@ class HostCachingAllocator {
   void process_events_locked();
   void make_reusable_locked(Block* b);
   void release_locked(Block* b);
+  [[noreturn]] void throw_host_oom(std::size_t size, std::size_t block_size) const;
 
   std::vector<Device*> devices_;
   mutable std::mutex mu_;

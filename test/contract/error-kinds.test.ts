@@ -30,3 +30,16 @@ describe('native error kinds', () => {
     expect(() => native.free(0, 12345, 0)).toThrow(InvalidPointerError);
   });
 });
+
+// Issue 43: pinned host memory the system refuses is an out-of-memory error of its own code
+// (the native side: test/native/host_allocator_test.cpp), still a CudaOutOfMemoryError, so
+// `instanceof` catches both as torch.OutOfMemoryError does; `device` is -1.
+describe('an out-of-memory error of pinned host memory', () => {
+  it('keeps its code and its numbers through the error factory', () => {
+    const e = errorFromNative('oom', 'Pinned host memory out of memory. Tried to allocate 4.00 MiB', 'ERR_CCA_HOST_OUT_OF_MEMORY',
+      { device: -1, requested: 3 << 20, allocSize: 4 << 20 });
+    expect(e).toBeInstanceOf(CudaOutOfMemoryError);
+    expect(e).toMatchObject({ code: 'ERR_CCA_HOST_OUT_OF_MEMORY', device: -1, allocSize: 4 << 20 });
+    expect(errorFromNative('oom', 'CUDA out of memory.', 'ERR_CUDA_OUT_OF_MEMORY', { device: 0 })).toMatchObject({ code: 'ERR_CUDA_OUT_OF_MEMORY' });
+  });
+});

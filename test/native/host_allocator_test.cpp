@@ -7,6 +7,37 @@
 using namespace cca;
 using namespace test;
 
+// Issue 43: the system refusing page-locked memory is an out-of-memory error of host memory,
+// not a device failure, and, as in PyTorch, a failed allocation is not timed or counted.
+TEST(a_refused_pinned_allocation_is_a_host_out_of_memory_changing_no_stat) {
+  SimPlatform platform(SimOptions{1, GiB});
+  HostCachingAllocator host({&platform.device(0)});
+  host.free(host.allocate(4096));  // one cached block of 4 KiB
+  const HostStats before = host.stats();
+  platform.sim_device(0).fail_next_host_allocs(1);
+  bool thrown = false;
+  try {
+    host.allocate(3 << 20);
+  } catch (const OutOfMemoryError& e) {
+    thrown = true;
+    CHECK_EQ(e.code(), std::string("ERR_CCA_HOST_OUT_OF_MEMORY"));
+    CHECK_EQ(e.info().alloc_size, std::uint64_t{4} << 20);  // rounded to a power of two
+    CHECK_EQ(e.info().requested, std::uint64_t{3} << 20);
+    CHECK_EQ(e.info().cached_free, std::uint64_t{4096});
+    CHECK_EQ(e.info().device, static_cast<std::uint64_t>(-1));
+    CHECK(std::string(e.what()).find("Pinned host memory out of memory. Tried to allocate 4.00 MiB") == 0);
+    CHECK(std::string(e.what()).find("memory.empty_host_cache()") != std::string::npos);
+  }
+  CHECK(thrown);
+  const HostStats after = host.stats();
+  CHECK_EQ(after.num_host_alloc, before.num_host_alloc);
+  CHECK_EQ(after.host_alloc_time.count, before.host_alloc_time.count);
+  CHECK_EQ(after.allocated_bytes.current, before.allocated_bytes.current);
+  void* p = host.allocate(3 << 20);  // the next one is made
+  CHECK(p != nullptr);
+  host.free(p);
+}
+
 TEST(host_allocator_rounds_caches_and_counts) {
   SimPlatform platform(SimOptions{1, GiB});
   HostCachingAllocator host({&platform.device(0)});

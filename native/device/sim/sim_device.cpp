@@ -209,6 +209,13 @@ Status SimDevice::memset_d8(DevicePtr dst, unsigned char value, std::size_t byte
 }
 
 Status SimDevice::host_alloc(void** out, std::size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (fail_host_allocs_ > 0) {
+      --fail_host_allocs_;
+      return fail(Status::kOutOfMemory, "simulated cudaHostAlloc failure: out of page-locked memory (fault injection)");
+    }
+  }
   void* p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
   if (p == nullptr) return fail(Status::kOutOfMemory, "host memory exhausted");
   std::lock_guard<std::mutex> lock(mu_);
@@ -323,6 +330,15 @@ SimPlatform::SimPlatform(const SimOptions& options) {
   for (int i = 0; i < options.devices; ++i) {
     devices_.push_back(std::make_unique<SimDevice>(i, options.capacity_bytes));
   }
+}
+
+}  // namespace cca
+
+namespace cca {
+
+void SimDevice::fail_next_host_allocs(int n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_host_allocs_ = n;
 }
 
 }  // namespace cca

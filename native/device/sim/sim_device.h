@@ -84,6 +84,9 @@ class SimDevice final : public Device, public CopyEngine {
   void fail_next_mallocs(int n, std::size_t after_bytes = 0);
   // The next n event queries report kError.
   void fail_next_event_queries(int n);
+  // The next n pinned host allocations report kOutOfMemory, as cudaHostAlloc does when the
+  // system will lock no more memory.
+  void fail_next_host_allocs(int n);
   // A capture's status only, for the allocator's tests: `stream` reports itself captured
   // (with the returned id, or `join`'s id: a side stream forked into that capture) until
   // end_capture_status. The simulator records no graph and runs no kernel; while any of its
@@ -169,6 +172,7 @@ class SimDevice final : public Device, public CopyEngine {
   int fail_mallocs_ = 0;
   std::size_t fail_after_bytes_ = 0;
   int fail_event_queries_ = 0;
+  int fail_host_allocs_ = 0;
   std::unordered_map<StreamId, std::uint64_t> capturing_;  // stream -> capture id
   std::size_t capture_violations_ = 0;
   std::size_t event_calls_ = 0;
