@@ -154,6 +154,7 @@ const cases = [
     const allowSimulated = simulated;
     const inUse = () => memory.memory_stats(0)['allocation.all.current'];
     const before = inUse();
+    memory._record_memory_history({ enabled: 'all', context: 'all', stacks: 'all' });
     const buf = cuda.alloc(4096);
     const whole = buf.toDLPack({ dtype: 'f32', shape: [16, 32], allowSimulated });
     const t = consumer.dlpackRead(whole);
@@ -174,6 +175,10 @@ const cases = [
     assert.equal(inUse(), before + 1);
     consumer.dlpackDelete(whole, false);  // the last: the memory goes back to the cache
     assert.equal(inUse(), before);
+    // The deleter's free carries the allocation's frames (issue 43), not none.
+    const freed = memory._snapshot().device_traces[0].filter((e) => e.addr === buf.ptr && e.action === 'free_requested').at(-1);
+    assert.ok(freed.frames.length > 0, 'the deleter\'s free has frames');
+    memory._record_memory_history(null);
     assert.throws(() => buf.free(), { code: 'ERR_CCA_INVALID_POINTER' });
     // The other order: the deleter first, then free() gives it back at once.
     const second = cuda.alloc(256);

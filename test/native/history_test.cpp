@@ -116,6 +116,18 @@ TEST(context_levels_decide_which_stacks_are_kept) {
   }
 }
 
+// Issue 43: a free whose caller gave no stack (a DLPack tensor's deleter run by its consumer)
+// carries the allocation's stack under context "all", not none.
+TEST(a_free_without_a_stack_of_its_own_carries_the_allocations) {
+  Fixture f;
+  f.a().set_history(all_history(RecordContext::kAll));
+  f.a().free(f.a().malloc(1000, 0, 0, CallContext{5, 0}), CallContext{0, 0});
+  const auto t = traces(f.a());
+  CHECK(t[2].action == TraceAction::kFreeRequested);
+  CHECK_EQ(t[2].stack, 5u);
+  CHECK_EQ(t[3].stack, 5u);
+}
+
 TEST(snapshot_entries_skip_actions_and_snapshot_without_traces) {
   Fixture f;
   HistoryOptions h = all_history(RecordContext::kNever);

@@ -117,8 +117,11 @@ CCA_HOT void Ledger::free_requested(const Block* freed, int events, CallContext 
     tags_.freed(block->owner, block->tag, static_cast<std::int64_t>(block->size),
                 static_cast<std::int64_t>(block->requested_size));
   }
-  // With context "all" a free carries the stack of the free site, else the allocation's.
-  const std::uint32_t stack = trace_stack(history_.context == RecordContext::kAll ? ctx.stack : block->alloc_stack);
+  // With context "all" a free carries the stack of the free site, else the allocation's; a
+  // free made where no stack could be taken (a DLPack consumer's deleter, native code) carries
+  // the allocation's too, rather than none.
+  const std::uint32_t stack =
+      trace_stack(history_.context == RecordContext::kAll && ctx.stack != 0 ? ctx.stack : block->alloc_stack);
   StateChange change(tracing());
   CCA_ASSUME(block->state == BlockState::kAllocated);
   change.before(*block);
