@@ -10,32 +10,16 @@
 // the same network in PyTorch, eager and under torch.cuda.graph.
 // In your project, import from 'cuda-caching-allocator' instead of '../dist/index.js'.
 import { compute, cuda, memory } from '../dist/index.js';
+import { linearKernel } from './linear-layer.mjs';
+import { requireCuda } from './requirements.mjs';
 
 const LAYERS = 24;
 const WIDTH = 256;
 const BATCH = 64;
 const forwards = Number(process.argv[2] ?? 200);
 
-if (cuda.runtimeInfo().backend !== 'cuda') {
-  console.log('graph-forward: needs the cuda backend (a GPU, or CCA_DEVICE=cuda with a driver); this machine runs the simulated GPU');
-  process.exit(0);
-}
-const nvrtc = compute.compilerInfo();
-if (!nvrtc.available) {
-  console.log(`graph-forward: needs NVRTC to compile its kernel (${nvrtc.reason})`);
-  process.exit(0);
-}
-
-const program = await compute.compile(`
-extern "C" __global__ void linear(const float* x, const float* w, const float* b, float* y,
-                                  unsigned rows, unsigned in, unsigned out, unsigned relu) {
-  unsigned r = blockIdx.y, o = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r >= rows || o >= out) return;
-  float acc = b[o];
-  for (unsigned i = 0; i < in; ++i) acc += x[r * in + i] * w[i * out + o];
-  y[r * out + o] = relu && acc < 0.f ? 0.f : acc;
-}`, { name: 'graph-forward.cu' });
-const linear = program.load().getKernel('linear', ['ptr', 'ptr', 'ptr', 'ptr', 'u32', 'u32', 'u32', 'u32']);
+requireCuda('graph-forward', { nvrtc: true });
+const linear = await linearKernel('graph-forward.cu');
 
 const stream = cuda.Stream.create();
 let seed = 7;

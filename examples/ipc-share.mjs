@@ -7,13 +7,11 @@ import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { cuda, memory } from 'cuda-caching-allocator';
+import { requireCuda } from './requirements.mjs';
 
 const WORDS = 1 << 18;  // 1 MiB of "weights"
 
-if (cuda.runtimeInfo().backend !== 'cuda') {
-  console.log('ipc-share: needs the cuda backend (a GPU, or CCA_DEVICE=cuda with a driver); a simulated GPU cannot share memory between processes');
-  process.exit(0);
-}
+requireCuda('ipc-share');
 
 if (process.argv[2] === 'worker') {
   const [message] = await once(process, 'message');

@@ -10,32 +10,16 @@
 // Needs the cuda backend and NVRTC (in the test suite: our fake driver and fake NVRTC).
 // In your project, import from 'cuda-caching-allocator' instead of '../dist/index.js'.
 import { compute, cuda, memory } from '../dist/index.js';
+import { linearKernel } from './linear-layer.mjs';
+import { requireCuda } from './requirements.mjs';
 
 const LAYERS = [784, 512, 256, 10];
 const BATCH = 256;
 const batches = Number(process.argv[2] ?? 20);
 const snapshotPath = process.argv[3] ?? 'mlp-forward.pickle';
 
-if (cuda.runtimeInfo().backend !== 'cuda') {
-  console.log('mlp-forward: needs the cuda backend (a GPU, or CCA_DEVICE=cuda with a driver); this machine runs the simulated GPU');
-  process.exit(0);
-}
-const nvrtc = compute.compilerInfo();
-if (!nvrtc.available) {
-  console.log(`mlp-forward: needs NVRTC to compile its kernel (${nvrtc.reason})`);
-  process.exit(0);
-}
-
-const program = await compute.compile(`
-extern "C" __global__ void linear(const float* x, const float* w, const float* b, float* y,
-                                  unsigned rows, unsigned in, unsigned out, unsigned relu) {
-  unsigned r = blockIdx.y, o = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r >= rows || o >= out) return;
-  float acc = b[o];
-  for (unsigned i = 0; i < in; ++i) acc += x[r * in + i] * w[i * out + o];
-  y[r * out + o] = relu && acc < 0.f ? 0.f : acc;
-}`, { name: 'mlp.cu' });
-const linear = program.load().getKernel('linear', ['ptr', 'ptr', 'ptr', 'ptr', 'u32', 'u32', 'u32', 'u32']);
+requireCuda('mlp-forward', { nvrtc: true });
+const linear = await linearKernel('mlp.cu');
 
 memory._record_memory_history({ enabled: 'all', context: 'alloc', maxEntries: 100_000 });
 
