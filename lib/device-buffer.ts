@@ -69,7 +69,7 @@ export function nameForCapture(buffer: DeviceBuffer): void {
   if (!r.allocated.has(buffer)) adjustGraphs(buffer, +1);
 }
 
-/** @internal For cuda.alloc() only. */
+/** @internal For cuda.alloc() and cuda.openIpcHandle() (imported: another process's memory). */
 export function makeDeviceBuffer(ptr: number, size: number, stream: Stream, gen: number, imported = false): DeviceBuffer {
   return new DeviceBuffer(ALLOC_KEY, ptr, size, stream, gen, imported);
 }

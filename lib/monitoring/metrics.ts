@@ -112,7 +112,9 @@ function tagSamples(device: number): LabelSample[] {
   return [...named, other];
 }
 
-const EXTRAS = 4;  // native monitorSample: largest free small, large; history entries, capacity
+/** @internal The figures native monitorSample writes after each device's stats (memory_functions.cpp's kMonitorExtras): largest free small, large; history entries, capacity. */
+export const MONITOR_EXTRAS = 4;
+const EXTRAS = MONITOR_EXTRAS;
 let keys: Map<string, number> | undefined;
 let buffer: Float64Array | undefined;
 

@@ -28,8 +28,10 @@ struct Args {
   AddonState* state = nullptr;
 };
 
-// Reads `count` numbers; on a wrong type or count, throws a JS error and returns false.
-// Reads `count` numbers, then up to `optional` more if passed (undefined counts as absent).
+// Hands this thread's pending frees over first (plain_hand_over), then reads `count` numbers
+// and up to `optional` more where passed (undefined counts as absent). On a wrong type or a
+// missing number it leaves a pending JS error and returns false: these plain N-API exports
+// let no C++ exception cross.
 CCA_HOT bool read_numbers(napi_env env, napi_callback_info info, std::size_t count, const char* const* names, Args& out,
                   std::size_t optional = 0) {
   napi_value argv[5];

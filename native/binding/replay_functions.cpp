@@ -1,7 +1,8 @@
 // What replay needs beyond the public API: rebuilding a recorded segment with its live
-// blocks at their offsets (or giving back one that holds nothing), the block size a request
-// rounds to under given settings, and two read-only questions about a request (which cached
-// block would serve it; what would it release before a retry).
+// blocks at their offsets (placeSegment) or giving back one that holds nothing
+// (unplaceSegment), the block and segment sizes a request gets under given settings
+// (sizePolicy), and a dry run of a request that changes nothing (planMalloc: the cached block
+// that would serve it, and what it would release before a retry).
 #include "replay_functions.h"
 
 #include "../allocator/policy/size_policy.h"

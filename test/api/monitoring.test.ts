@@ -219,3 +219,15 @@ describe('docs/monitoring.md', () => {
     expect(rows).toEqual(monitoring.METRICS.map((m) => [m.name, m.kind, m.mirrors]));
   });
 });
+
+// The per-device record monitorSample writes is described twice, in
+// native/binding/memory_functions.cpp (kMonitorExtras) and lib/monitoring/metrics.ts
+// (MONITOR_EXTRAS): this holds the two together.
+describe('monitorSample records', () => {
+  it('hold the stats and MONITOR_EXTRAS figures per device, as readSamples decodes them', async () => {
+    const { MONITOR_EXTRAS } = await import('../../lib/monitoring/metrics.js');
+    freshSim({ devices: 2 });
+    const sample = native.monitorSample(undefined);
+    expect(sample.length).toBe(2 * (native.statKeys().length + MONITOR_EXTRAS));
+  });
+});
