@@ -57,11 +57,10 @@ Napi::Value GraphDestroy(const Napi::CallbackInfo& info) {
 
 // graphInfo(device, graph) -> { pool, nodes }
 Napi::Value GraphInfo(const Napi::CallbackInfo& info) {
-  DeviceGraphs& g = runtime(info).graphs(device_arg(info, 0));
-  const std::uint64_t graph = u64_arg(info, 1, "graph");
+  const DeviceGraphs::GraphInfo g = runtime(info).graphs(device_arg(info, 0)).graph_info(u64_arg(info, 1, "graph"));
   Napi::Object out = Napi::Object::New(info.Env());
-  out.Set("pool", static_cast<double>(g.graph_pool(graph)));
-  out.Set("nodes", static_cast<double>(g.graph_nodes(graph)));
+  out.Set("pool", static_cast<double>(g.pool));
+  out.Set("nodes", static_cast<double>(g.nodes));
   return out;
 }
 

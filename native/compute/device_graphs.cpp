@@ -136,14 +136,10 @@ const DeviceGraphs::Graph& DeviceGraphs::graph_locked(std::uint64_t graph, const
   return it->second;
 }
 
-std::uint32_t DeviceGraphs::graph_pool(std::uint64_t graph) const {
+DeviceGraphs::GraphInfo DeviceGraphs::graph_info(std::uint64_t graph) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return graph_locked(graph, "graph.pool").pool;
-}
-
-std::size_t DeviceGraphs::graph_nodes(std::uint64_t graph) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return graph_locked(graph, "graph.nodes").nodes;
+  const Graph& g = graph_locked(graph, "graph info");
+  return GraphInfo{g.pool, g.nodes};
 }
 
 void DeviceGraphs::launch(std::uint64_t graph, StreamId stream) {

@@ -37,8 +37,11 @@ class DeviceGraphs {
   // Ends the capture begun on `stream` and drops what it captured (the callback threw).
   void abort_capture(StreamId stream);
   // The pool a graph's allocations came from, and the work nodes it holds.
-  std::uint32_t graph_pool(std::uint64_t graph) const;
-  std::size_t graph_nodes(std::uint64_t graph) const;
+  struct GraphInfo {
+    std::uint32_t pool;
+    std::size_t nodes;
+  };
+  GraphInfo graph_info(std::uint64_t graph) const;
   // Queues one run of the graph on `stream` (any live stream, the default one included).
   void launch(std::uint64_t graph, StreamId stream);
   void upload(std::uint64_t graph, StreamId stream);

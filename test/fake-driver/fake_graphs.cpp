@@ -5,8 +5,8 @@
 // work in order, on the data as it is then (a replay reads its inputs anew, as a GPU's does).
 //
 // The real driver's refusals that matter to an allocator are kept: while a global-mode
-// capture is underway (and the calling thread has not made itself relaxed with
-// cuThreadExchangeStreamCaptureMode), cuMemAlloc, cuMemFree, event queries and
+// capture is underway (or a thread-local one, on its own thread), unless the calling thread
+// made itself relaxed with cuThreadExchangeStreamCaptureMode, cuMemAlloc, cuMemFree, event queries and
 // synchronizations, and stream queries and synchronizations return
 // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidate the capture; so does querying or
 // synchronizing an event recorded inside a live capture, and a synchronize of a capturing
@@ -55,8 +55,9 @@ void leave_capture(Capture* c) {
 bool fake::refused_by_capture() {
   if (thread_mode == 2) return false;  // relaxed: nothing is forbidden to this thread
   bool refused = false;
+  // Global: forbidden to every thread; thread-local: to the thread that began it.
   for (Capture* c : live_captures) {
-    if (c->mode == 0 || (c->mode == 1 && thread_mode != 2)) {
+    if (c->mode == 0 || (c->mode == 1 && c->thread == std::this_thread::get_id())) {
       c->invalidated = true;
       refused = true;
     }
@@ -81,6 +82,7 @@ FAKE CUresult cuStreamBeginCapture_v2(void* s, int mode) {
   c->id = next_capture_id.fetch_add(1);
   c->origin = st;
   c->mode = mode;
+  c->thread = std::this_thread::get_id();
   st->capture = c;
   live_captures.insert(c);
   return kSuccess;

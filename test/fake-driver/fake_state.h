@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 #include <set>
+#include <thread>
 
 namespace fake {
 
@@ -49,6 +50,7 @@ struct Capture {
   std::uint64_t id = 0;
   Stream* origin = nullptr;
   int mode = 0;  // CUstreamCaptureMode: 0 global, 1 thread-local, 2 relaxed
+  std::thread::id thread;  // the thread that began it (a thread-local capture binds only it)
   bool invalidated = false;
   std::deque<Op> ops;
 };

@@ -111,7 +111,7 @@ TEST(graph_replayed_n_times_gives_the_eager_result) {
   gpu.double_in_place(A, s);
   gpu.double_in_place(A, s);
   const std::uint64_t graph = gpu.g.end_capture(s);
-  CHECK_EQ(gpu.g.graph_nodes(graph), std::size_t{6});
+  CHECK_EQ(gpu.g.graph_info(graph).nodes, std::size_t{6});
   CHECK(gpu.read(A)[3] == 4.0f);  // capturing ran nothing
   for (int i = 0; i < 5; ++i) {
     gpu.g.launch(graph, s);
@@ -236,7 +236,7 @@ TEST(graphs_sharing_a_pool_and_a_forked_side_stream) {
   gpu.c.event_record(join, side);
   gpu.c.stream_wait_event(s, join);
   const std::uint64_t one = gpu.g.end_capture(s);
-  CHECK_EQ(gpu.g.graph_pool(one), pool);
+  CHECK_EQ(gpu.g.graph_info(one).pool, pool);
   // A segment per stream (blocks are never shared across streams), both in the pool.
   CHECK_EQ(gpu.a.snapshot(pool, false).segments.size(), std::size_t{2});
   // Graph 2 shares the pool: its temporary reuses graph 1's memory.
