@@ -46,9 +46,9 @@ class Device {
   // A short description of the last failure on this thread, for error messages.
   virtual std::string last_error() const = 0;
 
-  virtual Status malloc(DevicePtr* out, std::size_t size) = 0;
+  virtual Status malloc(DevicePtr* out, Bytes size) = 0;
   virtual Status free(DevicePtr ptr) = 0;
-  virtual Status mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) = 0;
+  virtual Status mem_get_info(Bytes* free_bytes, Bytes* total_bytes) = 0;
 
   virtual Status stream_create(StreamId* out) = 0;
   virtual Status stream_destroy(StreamId stream) = 0;
@@ -60,11 +60,11 @@ class Device {
   // with physical memory (map) and give them back (unmap), release the range. Sizes and
   // offsets are multiples of vmm_granularity(); 0 means the backend has no VMM.
   // map_memory reports kOutOfMemory when the device has no room.
-  virtual std::size_t vmm_granularity() = 0;
-  virtual Status reserve_address(DevicePtr* out, std::size_t size) = 0;
-  virtual Status release_address(DevicePtr base, std::size_t size) = 0;
-  virtual Status map_memory(DevicePtr at, std::size_t size, std::uint64_t* handle) = 0;
-  virtual Status unmap_memory(DevicePtr at, std::size_t size, std::uint64_t handle) = 0;
+  virtual Bytes vmm_granularity() = 0;
+  virtual Status reserve_address(DevicePtr* out, Bytes size) = 0;
+  virtual Status release_address(DevicePtr base, Bytes size) = 0;
+  virtual Status map_memory(DevicePtr at, Bytes size, std::uint64_t* handle) = 0;
+  virtual Status unmap_memory(DevicePtr at, Bytes size, std::uint64_t handle) = 0;
 
   // Events carry no timing; they only tell when the work recorded before them is done.
   virtual Status event_create(EventId* out) = 0;
@@ -99,13 +99,13 @@ class Device {
 
   // Page-locked host memory, usable by every device's copies (the host caching allocator's
   // source of memory). kOutOfMemory when the system refuses.
-  virtual Status host_alloc(void** out, std::size_t bytes) = 0;
+  virtual Status host_alloc(void** out, Bytes bytes) = 0;
   virtual Status host_free(void* ptr) = 0;
 
   // CUDA IPC: a 64-byte handle for the device allocation that starts at `base` (one malloc
   // gave it); in another process, that allocation mapped (`ipc_open`, at its start) and
   // unmapped (`ipc_close`). kUnsupported where memory cannot be shared (the simulator).
-  static constexpr std::size_t kIpcHandleBytes = 64;
+  static constexpr Bytes kIpcHandleBytes = 64;
   virtual Status ipc_handle(DevicePtr /*base*/, unsigned char* /*out*/) { return Status::kUnsupported; }
   virtual Status ipc_open(const unsigned char* /*handle*/, DevicePtr* /*out*/) { return Status::kUnsupported; }
   virtual Status ipc_close(DevicePtr /*mapped*/) { return Status::kUnsupported; }
@@ -124,10 +124,10 @@ DeviceError device_error(const Device& device, const std::string& what, Status s
 class CopyEngine {
  public:
   virtual ~CopyEngine() = default;
-  virtual Status memcpy_htod(DevicePtr dst, const void* src, std::size_t bytes, StreamId stream) = 0;
-  virtual Status memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) = 0;
-  virtual Status memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) = 0;
-  virtual Status memcpy_dtod(DevicePtr dst, DevicePtr src, std::size_t bytes, StreamId stream) = 0;
+  virtual Status memcpy_htod(DevicePtr dst, const void* src, Bytes bytes, StreamId stream) = 0;
+  virtual Status memcpy_dtoh(void* dst, DevicePtr src, Bytes bytes, StreamId stream) = 0;
+  virtual Status memset_d8(DevicePtr dst, unsigned char value, Bytes bytes, StreamId stream) = 0;
+  virtual Status memcpy_dtod(DevicePtr dst, DevicePtr src, Bytes bytes, StreamId stream) = 0;
 };
 
 class KernelEngine;  // kernels.h

@@ -29,7 +29,7 @@ class GraphEngine {
   // kCaptureInvalidated, with no graph, when something during the capture invalidated it
   // (the driver's reason in last_error()); the capture is over either way.
   virtual Status end_capture(StreamId stream, GraphId* out) = 0;
-  virtual Status graph_node_count(GraphId graph, std::size_t* out) = 0;
+  virtual Status graph_node_count(GraphId graph, Bytes* out) = 0;
   virtual Status graph_destroy(GraphId graph) = 0;
   virtual Status graph_instantiate(GraphId graph, GraphExecId* out) = 0;
   // Queues one run of the whole graph on `stream`.

@@ -19,8 +19,8 @@ using FunctionId = std::uint64_t;
 
 // One kernel parameter as the compiled code lays it out in the parameter buffer.
 struct KernelParam {
-  std::size_t offset = 0;
-  std::size_t size = 0;
+  Bytes offset = 0;
+  Bytes size = 0;
 };
 
 // What a kernel was compiled with and may use (the driver's CU_FUNC_ATTRIBUTE_*).
@@ -54,7 +54,7 @@ class KernelEngine {
   virtual ~KernelEngine() = default;
   // `image` is a CUBIN or fatbin, or PTX text ending in a NUL byte. kInvalidValue for bytes
   // the driver cannot load (with the driver's reason in the device's last_error()).
-  virtual Status module_load(const void* image, std::size_t bytes, ModuleId* out) = 0;
+  virtual Status module_load(const void* image, Bytes bytes, ModuleId* out) = 0;
   virtual Status module_unload(ModuleId module) = 0;
   // kNotFound when the module has no kernel of that (mangled) name.
   virtual Status function_get(ModuleId module, const std::string& name, FunctionId* out) = 0;
@@ -68,7 +68,7 @@ class KernelEngine {
   // Queues the kernel on `stream` with `params`, laid out as the kernel's parameters are
   // (KernelParam offsets), `param_bytes` long; the bytes are copied before this returns.
   virtual Status launch(FunctionId function, const LaunchShape& shape, StreamId stream, const void* params,
-                        std::size_t param_bytes) = 0;
+                        Bytes param_bytes) = 0;
 };
 
 }  // namespace cca

@@ -94,7 +94,7 @@ CCA_HOT DevicePtr DeviceCachingAllocator::malloc_with(std::uint64_t size, Stream
   AllocParams p;
   p.ctx = ctx;
   p.requested = size;
-  p.size = round_size(static_cast<std::size_t>(size), config_);
+  p.size = round_size(static_cast<Bytes>(size), config_);
   p.stream = stream;
   p.pool = &pool_for(p.size, stream);
 
@@ -147,7 +147,7 @@ bool DeviceCachingAllocator::trigger_free_memory_callbacks(std::unique_lock<Fute
 
 bool DeviceCachingAllocator::alloc_block(AllocParams& p, bool is_retry) {
   if (is_retry) ledger_.count(Counter::kAllocRetry);
-  const std::size_t size = p.alloc_size;
+  const Bytes size = p.alloc_size;
   if (over_memory_fraction(size)) {
     p.device_status = Status::kOutOfMemory;
     p.rejected = config_.throw_on_cudamalloc_oom;
@@ -172,8 +172,8 @@ bool DeviceCachingAllocator::alloc_block(AllocParams& p, bool is_retry) {
 }
 
 void DeviceCachingAllocator::throw_oom(const AllocParams& p, std::unique_lock<FutexMutex>& lock) {
-  std::size_t device_free = 0;
-  std::size_t device_total = 0;
+  Bytes device_free = 0;
+  Bytes device_total = 0;
   device_.mem_get_info(&device_free, &device_total);
   ledger_.oom(device_free, p.size, p.stream, *p.pool, p.ctx.stack, p.rejected);
   OutOfMemoryInfo info;

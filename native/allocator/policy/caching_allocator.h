@@ -39,8 +39,8 @@ namespace cca {
 // A live block of a segment to rebuild (place_segment): where it starts in the segment, its
 // block size and what its caller asked for.
 struct PlacedBlock {
-  std::size_t offset = 0;
-  std::size_t size = 0;
+  Bytes offset = 0;
+  Bytes size = 0;
   std::uint64_t requested = 0;
 };
 
@@ -86,7 +86,7 @@ class DeviceCachingAllocator {
     // The cached block it would be served from; with one, the chain stops there.
     struct Cached {
       DevicePtr ptr = 0;
-      std::size_t size = 0;
+      Bytes size = 0;
     };
     std::optional<Cached> cached;
     // A memory fraction is set (answered even for size 0).
@@ -96,7 +96,7 @@ class DeviceCachingAllocator {
     bool limit_releases = false;
     // With none cached and max_split_size set: the cached oversize segments it would release
     // had its device malloc failed, and whether it would then retry.
-    std::vector<std::size_t> oversize_sizes;
+    std::vector<Bytes> oversize_sizes;
     bool oversize_retries = false;
   };
   MallocPlan plan_malloc(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
@@ -108,7 +108,7 @@ class DeviceCachingAllocator {
   // allocations and frees could leave. Throws InvalidArgumentError for a layout that is not
   // one, or with expandable segments on, before touching anything; OutOfMemoryError when the
   // device has no room for the segment.
-  std::vector<DevicePtr> place_segment(std::size_t size, StreamId stream, std::uint32_t pool, bool small,
+  std::vector<DevicePtr> place_segment(Bytes size, StreamId stream, std::uint32_t pool, bool small,
                                        const std::vector<PlacedBlock>& live, std::uint32_t owner);
   // Gives back a placed segment that holds nothing (replay placed it to try a reading of the
   // history and dropped that reading). InvalidPointerError unless `base` starts such a segment.
@@ -190,7 +190,7 @@ class DeviceCachingAllocator {
   void set_config(const AllocatorConfig& config);
   AllocatorConfig config() const;
   // The one setting the stats report (max_split_size), without copying the whole config.
-  std::size_t max_split_size() const;
+  Bytes max_split_size() const;
 
   DeviceStats stats() const;
   // Each live MemPool's reserved_bytes (PyTorch's reserved_bytes_by_private_pools).
@@ -202,18 +202,18 @@ class DeviceCachingAllocator {
   // history ring's fill. Reads no trace entry and walks no block list.
   struct MonitorSample {
     DeviceStats stats;
-    std::size_t largest_free_small = 0;
-    std::size_t largest_free_large = 0;
+    Bytes largest_free_small = 0;
+    Bytes largest_free_large = 0;
     std::size_t history_entries = 0;
-    std::size_t history_capacity = 0;  // 0 while history is off
+    Bytes history_capacity = 0;  // 0 while history is off
   };
   MonitorSample monitor_sample() const;
   void reset_peak_stats();
   void reset_accumulated_stats();
-  void mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes);
+  void mem_get_info(Bytes* free_bytes, Bytes* total_bytes);
 
   // Frees every live allocation made by `owner` (a JS environment being torn down).
-  std::size_t release_owner(std::uint32_t owner);
+  Bytes release_owner(std::uint32_t owner);
   std::size_t live_allocation_count() const;
 
   // Called when no cached block fits, before asking the device; return true if memory
@@ -233,7 +233,7 @@ class DeviceCachingAllocator {
   // Takes the queued entries (oldest first) and how many were dropped since the last drain.
   void drain_traces(std::vector<TraceEntry>& out, std::uint64_t& dropped);
   // Bytes the trace ring holds (0 once history is disabled or cleared).
-  std::size_t history_bytes() const;
+  Bytes history_bytes() const;
   // Takes the next number of the device's history order, as a trace entry would: an event
   // recorded outside the ring (an annotation) is ordered against the entries by it.
   std::uint64_t next_history_seq();
@@ -286,7 +286,7 @@ class DeviceCachingAllocator {
   // for the compute layer's calls that would synchronize or query (event.done(), stream.done()).
   void refuse_if_capturing(const char* what) const;
   // Frees waiting for the last capture to end (their blocks' events are recorded then).
-  std::size_t frees_deferred_by_capture() const;
+  Bytes frees_deferred_by_capture() const;
   // A test hook: with false, begin_allocate_to_capture still counts the capture (events
   // stay off) but routes nothing to its pool, so eager work may take the graph's memory:
   // the corruption a capture-aware allocator prevents, shown by a negative control.
@@ -303,8 +303,8 @@ class DeviceCachingAllocator {
  private:
   struct AllocParams {
     std::uint64_t requested = 0;
-    std::size_t size = 0;        // rounded
-    std::size_t alloc_size = 0;  // segment size if a new segment is needed
+    Bytes size = 0;        // rounded
+    Bytes alloc_size = 0;  // segment size if a new segment is needed
     StreamId stream = 0;
     const BlockPool* pool = nullptr;
     const Block* block = nullptr;
@@ -325,7 +325,7 @@ class DeviceCachingAllocator {
   void check_stream_in_set(StreamId stream) const;
   // The pool a rounded request goes to: a capture's pool when `stream` is being captured,
   // else the thread's routed MemPool, else the default one.
-  const BlockPool& pool_for(std::size_t rounded, StreamId stream) const {
+  const BlockPool& pool_for(Bytes rounded, StreamId stream) const {
     const bool small = is_small_request(rounded);
     // Routes are rare: the common case asks for nothing but the default pool.
     if (routed_) return pool_of(routed_pool(stream), small);
@@ -390,11 +390,11 @@ class DeviceCachingAllocator {
   void garbage_collect_cached_blocks();
   bool gc_enabled() const { return fraction_set_ && config_.garbage_collection_threshold > 0.0; }
   // Reserved bytes above which garbage collection frees cached blocks.
-  std::size_t gc_threshold_bytes() const {
-    return static_cast<std::size_t>(config_.garbage_collection_threshold * static_cast<double>(allowed_memory_maximum_));
+  Bytes gc_threshold_bytes() const {
+    return static_cast<Bytes>(config_.garbage_collection_threshold * static_cast<double>(allowed_memory_maximum_));
   }
   // Whether the memory fraction refuses `alloc_size` more bytes of segments.
-  bool over_memory_fraction(std::size_t alloc_size) const {
+  bool over_memory_fraction(Bytes alloc_size) const {
     return fraction_set_ && total_reserved() + alloc_size > allowed_memory_maximum_;
   }
   // Frees whose events completed become free (inline: every malloc asks; the common answer
@@ -426,7 +426,7 @@ class DeviceCachingAllocator {
   // --- expandable segments (expandable_segments.cpp) ---
   bool use_expandable() const { return config_.expandable_segments && caching_enabled_ && device_.vmm_granularity() != 0; }
   const Block* find_expandable_block(const AllocParams& p);
-  bool map_block(const Block* to_map, std::size_t size, const AllocParams& p);
+  bool map_block(const Block* to_map, Bytes size, const AllocParams& p);
   const Block* try_allocate_expandable_block(const AllocParams& p);
   void unmap_block(const Block* block);
   void release_expandable_segment(const Block* block);
@@ -458,7 +458,7 @@ class DeviceCachingAllocator {
   CopyEngine& copy_engine(const char* what) const;
   void finish_copy(Status s, StreamId stream, const char* what);
 
-  std::size_t total_reserved() const { return ledger_.reserved_bytes(); }
+  Bytes total_reserved() const { return ledger_.reserved_bytes(); }
   // In CCA_DEBUG >= 3 builds, runs the validator and aborts on a broken invariant.
   void check_after_operation() const {
     if (CCA_VALIDATE_EVERY_OPERATION) {
@@ -491,7 +491,7 @@ class DeviceCachingAllocator {
   std::unordered_map<std::string, Mapping> mappings_;  // one per handle opened
   bool fraction_set_ = false;
   double fraction_ = 1.0;
-  std::size_t allowed_memory_maximum_ = 0;
+  Bytes allowed_memory_maximum_ = 0;
   // (thread, pool) routes in the order they began: PyTorch's captures_underway for MemPools.
   std::vector<std::pair<std::thread::id, std::uint32_t>> routes_;
   // (capture id, pool) routes in the order they began: the captures underway.

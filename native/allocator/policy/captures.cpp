@@ -134,7 +134,7 @@ void DeviceCachingAllocator::refuse_if_capturing(const char* what) const {
   refuse_during_capture(what);
 }
 
-std::size_t DeviceCachingAllocator::frees_deferred_by_capture() const {
+Bytes DeviceCachingAllocator::frees_deferred_by_capture() const {
   std::lock_guard<FutexMutex> lock(mu_);
   return deferred_.size();
 }

@@ -13,9 +13,9 @@ namespace cca {
 
 namespace {
 
-constexpr std::size_t kMB = std::size_t{1} << 20;
+constexpr Bytes kMB = Bytes{1} << 20;
 
-bool is_power_of_two(std::size_t v) { return v != 0 && (v & (v - 1)) == 0; }
+bool is_power_of_two(Bytes v) { return v != 0 && (v & (v - 1)) == 0; }
 
 // Splits "a:1,b:[x:2,>:3]" into tokens, treating , : [ ] as tokens of their own and
 // dropping whitespace, as PyTorch's ConfigTokenizer does.
@@ -49,13 +49,13 @@ class Tokens {
                  at(i) + "'");
     }
   }
-  std::size_t to_size(std::size_t i, const std::string& key) const {
+  Bytes to_size(std::size_t i, const std::string& key) const {
     const std::string& s = at(i);
     if (s.empty() || s.size() > 19 ||
         s.find_first_not_of("0123456789") != std::string::npos) {
       bad_config("Expected a non-negative integer for " + key + " but got '" + s + "'");
     }
-    return static_cast<std::size_t>(std::strtoull(s.c_str(), nullptr, 10));
+    return static_cast<Bytes>(std::strtoull(s.c_str(), nullptr, 10));
   }
   double to_double(std::size_t i, const std::string& key) const {
     const std::string& s = at(i);
@@ -82,7 +82,7 @@ class Tokens {
 std::size_t parse_divisions(const Tokens& tk, std::size_t i, const std::string& key, OptionValue& out) {
   auto& div = out.divisions;
   if (tk.at(i) != "[") {
-    std::size_t value = tk.to_size(i, key);
+    Bytes value = tk.to_size(i, key);
     if (!is_power_of_two(value)) bad_config("For roundups, the divisions has to be power of 2");
     div.fill(value);
     return i;
@@ -92,17 +92,17 @@ std::size_t parse_divisions(const Tokens& tk, std::size_t i, const std::string& 
   while (++i < tk.size() && tk.at(i) != "]") {
     std::size_t key_index = i;
     tk.expect(++i, ":");
-    std::size_t value = tk.to_size(++i, key);
+    Bytes value = tk.to_size(++i, key);
     if (value != 0 && !is_power_of_two(value)) {
       bad_config("For roundups, the divisions has to be power of 2 or 0 to disable roundup");
     }
     if (tk.at(key_index) == ">") {
       for (std::size_t k = last_index + 1; k < div.size(); ++k) div[k] = value;
     } else {
-      std::size_t boundary_mb = tk.to_size(key_index, key);
+      Bytes boundary_mb = tk.to_size(key_index, key);
       if (!is_power_of_two(boundary_mb)) bad_config("For roundups, the intervals have to be power of 2");
       std::size_t index = 0;
-      while ((std::size_t{1} << (index + 1)) <= boundary_mb) ++index;
+      while ((Bytes{1} << (index + 1)) <= boundary_mb) ++index;
       if (index >= div.size()) index = div.size() - 1;
       if (first) {
         for (std::size_t k = 0; k < index; ++k) div[k] = value;
@@ -150,7 +150,7 @@ const OptionSpec* find_option(const std::string& key) {
 std::string closest_key(const std::string& key) {
   // A hint for misspellings: the known key sharing the longest prefix.
   std::string best;
-  std::size_t best_len = 2;
+  Bytes best_len = 2;
   for (const OptionSpec& o : allocator_options()) {
     const std::string k = o.key;
     std::size_t n = 0;
@@ -188,7 +188,7 @@ AllocatorConfig AllocatorConfig::parse(const std::string& text) {
       o->apply(v, OptionContext{o->key, cfg.large_segment_size / kMB}, cfg);
     }
   }
-  const std::size_t min_segment_mb = cfg.large_segment_size / kMB;
+  const Bytes min_segment_mb = cfg.large_segment_size / kMB;
   for (std::size_t i = 0; i < tk.size(); ++i) {
     const std::string key = tk.at(i);
     if (key == ",") continue;

@@ -14,17 +14,17 @@
 namespace cca {
 
 struct AllocatorConfig {
-  std::size_t max_split_size = kUnlimited;
-  std::size_t max_non_split_rounding_size = kDefaultLargeSegment;
-  std::size_t large_segment_size = kDefaultLargeSegment;
+  Bytes max_split_size = kUnlimited;
+  Bytes max_non_split_rounding_size = kDefaultLargeSegment;
+  Bytes large_segment_size = kDefaultLargeSegment;
   double garbage_collection_threshold = 0.0;
-  std::array<std::size_t, kRoundUpPowerOfTwoIntervals> roundup_power2_divisions{};
+  std::array<Bytes, kRoundUpPowerOfTwoIntervals> roundup_power2_divisions{};
   double per_process_memory_fraction = 1.0;
   bool per_process_memory_fraction_set = false;
   bool expandable_segments = false;
   bool release_lock_on_cudamalloc = false;
   bool pinned_use_cuda_host_register = false;
-  std::size_t pinned_num_register_threads = 1;
+  Bytes pinned_num_register_threads = 1;
   bool graph_capture_record_stream_reuse = false;
   // With a memory fraction set: a request the fraction refuses is rejected at once (an
   // out-of-memory error, counted in num_oom_rejections) instead of releasing the cache and
@@ -43,7 +43,7 @@ struct AllocatorConfig {
 
 // max_split_size as PyTorch reports it (the settings dict, the max_split_size stat): in
 // bytes, and -1 when unlimited, as its int64 cast shows it.
-inline std::int64_t reported_max_split(std::size_t max_split_size) {
+inline std::int64_t reported_max_split(Bytes max_split_size) {
   return max_split_size == kUnlimited ? -1 : static_cast<std::int64_t>(max_split_size);
 }
 

@@ -27,7 +27,7 @@ bool allocatable(const Block* b) { return b != nullptr && b->state == BlockState
 const Block* DeviceCachingAllocator::find_expandable_block(const AllocParams& p) {
   const BlockPool& pool = *p.pool;
   auto room_from = [&](const Block* b) {
-    std::size_t bytes = 0;
+    Bytes bytes = 0;
     while (bytes < p.size && allocatable(b)) {
       bytes += b->size;
       b = b->next;
@@ -42,10 +42,10 @@ const Block* DeviceCachingAllocator::find_expandable_block(const AllocParams& p)
   }) != nullptr;
   if (found) return start;
   // A new segment: reserve address space (no memory yet).
-  std::size_t free_bytes = 0, total = 0;
+  Bytes free_bytes = 0, total = 0;
   device_.mem_get_info(&free_bytes, &total);
-  const std::size_t page = pool.is_small ? kSmallBuffer : config_.large_segment_size;
-  const std::size_t pages = std::max<std::size_t>(1, (total / 8 * 9 + page - 1) / page);
+  const Bytes page = pool.is_small ? kSmallBuffer : config_.large_segment_size;
+  const Bytes pages = std::max<Bytes>(1, (total / 8 * 9 + page - 1) / page);
   DevicePtr base = 0;
   if (device_.reserve_address(&base, pages * page) != Status::kOk) return nullptr;
   return ledger_.expandable_reserved(base, pages * page, page, pool, p.stream, p.ctx.stack);
@@ -53,11 +53,11 @@ const Block* DeviceCachingAllocator::find_expandable_block(const AllocParams& p)
 
 // Backs the first `size` bytes (rounded up to pages) of the unmapped block `to_map`.
 // All or nothing: if a page cannot be mapped, the pages mapped here are given back.
-bool DeviceCachingAllocator::map_block(const Block* to_map, std::size_t size, const AllocParams& p) {
+bool DeviceCachingAllocator::map_block(const Block* to_map, Bytes size, const AllocParams& p) {
   const Segment& seg = *to_map->segment;
-  const std::size_t page = seg.page_size;
-  const std::size_t first = (to_map->ptr - seg.ptr) / page;
-  const std::size_t count = std::min((size + page - 1) / page, to_map->size / page);
+  const Bytes page = seg.page_size;
+  const auto first = static_cast<std::size_t>((to_map->ptr - seg.ptr) / page);
+  const auto count = static_cast<std::size_t>(std::min((size + page - 1) / page, to_map->size / page));
   std::vector<std::uint64_t> handles;
   handles.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
@@ -85,7 +85,7 @@ const Block* DeviceCachingAllocator::try_allocate_expandable_block(const AllocPa
   // now starting the run.
   while (candidate->size < p.size) {
     const Block* next = candidate->next;
-    const std::size_t missing = p.size - candidate->size;
+    const Bytes missing = p.size - candidate->size;
     if (!map_block(next, std::min(missing, next->size), p)) return nullptr;
     candidate = next;  // mapping `next` merged the free block before it into it
   }
@@ -96,9 +96,9 @@ const Block* DeviceCachingAllocator::try_allocate_expandable_block(const AllocPa
 // mapped as free blocks.
 void DeviceCachingAllocator::unmap_block(const Block* block) {
   const Segment& seg = *block->segment;
-  const std::size_t page = seg.page_size;
-  const std::size_t first = (block->ptr - seg.ptr + page - 1) / page;
-  const std::size_t end = (block->ptr + block->size - seg.ptr) / page;
+  const Bytes page = seg.page_size;
+  const auto first = static_cast<std::size_t>((block->ptr - seg.ptr + page - 1) / page);
+  const auto end = static_cast<std::size_t>((block->ptr + block->size - seg.ptr) / page);
   if (first >= end) return;
   std::size_t done = first;
   Status failure = Status::kOk;

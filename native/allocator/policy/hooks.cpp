@@ -4,12 +4,12 @@
 
 namespace cca {
 
-void DeviceCachingAllocator::mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) {
+void DeviceCachingAllocator::mem_get_info(Bytes* free_bytes, Bytes* total_bytes) {
   Status s = device_.mem_get_info(free_bytes, total_bytes);
   if (s != Status::kOk) throw device_error(device_, "cudaMemGetInfo", s);
 }
 
-std::size_t DeviceCachingAllocator::release_owner(std::uint32_t owner) {
+Bytes DeviceCachingAllocator::release_owner(std::uint32_t owner) {
   std::lock_guard<FutexMutex> lock(mu_);
   if (trace_subscriber_ == owner && owner != 0) {  // its onTrace went with it
     trace_subscriber_ = 0;

@@ -9,7 +9,7 @@ DeviceCachingAllocator::AllocParams DeviceCachingAllocator::request_for(std::uin
                                                                        std::uint32_t pool) const {
   AllocParams p;
   p.requested = size;
-  p.size = round_size(static_cast<std::size_t>(size), config_);
+  p.size = round_size(static_cast<Bytes>(size), config_);
   p.stream = stream;
   p.pool = &pool_of(pool == 0 ? nullptr : &private_pool(pool), is_small_request(p.size));
   p.alloc_size = allocation_size(p.size, config_);

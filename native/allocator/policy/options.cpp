@@ -6,14 +6,14 @@ namespace cca {
 
 namespace {
 
-constexpr std::size_t kMB = std::size_t{1} << 20;
+constexpr Bytes kMB = Bytes{1} << 20;
 
-bool is_power_of_two(std::size_t v) { return v != 0 && (v & (v - 1)) == 0; }
+bool is_power_of_two(Bytes v) { return v != 0 && (v & (v - 1)) == 0; }
 
-std::size_t megabytes_to_bytes(std::size_t mb) { return mb >= kUnlimited / kMB ? kUnlimited : mb * kMB; }
+Bytes megabytes_to_bytes(Bytes mb) { return mb >= kUnlimited / kMB ? kUnlimited : mb * kMB; }
 
 // PyTorch's own check for the two sizes bounded by the large segment size.
-void at_least_segment(std::size_t mb, const OptionContext& c) {
+void at_least_segment(Bytes mb, const OptionContext& c) {
   if (mb < c.min_segment_mb) {
     bad_config(std::string("CachingAllocator option ") + c.key + " too small, must be >= " + std::to_string(c.min_segment_mb));
   }

@@ -27,11 +27,11 @@ enum class OptionKind {
 
 // A value as the parser read it: the member of the option's kind is set.
 struct OptionValue {
-  std::size_t integer = 0;
+  Bytes integer = 0;
   double number = 0;
   bool boolean = false;
   std::string word;
-  std::array<std::size_t, kRoundUpPowerOfTwoIntervals> divisions{};
+  std::array<Bytes, kRoundUpPowerOfTwoIntervals> divisions{};
 };
 
 // A value as the settings dict shows it: a number, a boolean, or the divisions by bucket.
@@ -39,13 +39,13 @@ struct SettingValue {
   enum class Type { kNumber, kBoolean, kDivisions } type = Type::kNumber;
   double number = 0;
   bool boolean = false;
-  std::array<std::size_t, kRoundUpPowerOfTwoIntervals> divisions{};
+  std::array<Bytes, kRoundUpPowerOfTwoIntervals> divisions{};
 };
 
 // What apply() may read besides the value: options that bound others are applied first.
 struct OptionContext {
   const char* key;             // the option's own key, for its messages
-  std::size_t min_segment_mb;  // large_segment_size_mb as given, else its default
+  Bytes min_segment_mb;  // large_segment_size_mb as given, else its default
 };
 
 struct OptionSpec {

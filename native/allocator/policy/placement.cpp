@@ -11,13 +11,13 @@ namespace cca {
 
 namespace {
 
-void check_layout(std::size_t size, bool small, const std::vector<PlacedBlock>& live) {
+void check_layout(Bytes size, bool small, const std::vector<PlacedBlock>& live) {
   auto refuse = [](const std::string& why) {
     throw InvalidArgumentError("place_segment: " + why, "ERR_INVALID_ARG_VALUE");
   };
   if (size == 0 || size % kMinBlockSize != 0) refuse("the segment size must be a positive multiple of 512 bytes");
   if (small && size != kSmallBuffer) refuse("a small-pool segment is 2 MiB, got " + format_size(size));
-  std::size_t end = 0;
+  Bytes end = 0;
   for (const PlacedBlock& b : live) {
     if (b.size == 0 || b.size % kMinBlockSize != 0 || b.offset % kMinBlockSize != 0) {
       refuse("live blocks start and end on 512-byte boundaries and are not empty");
@@ -31,7 +31,7 @@ void check_layout(std::size_t size, bool small, const std::vector<PlacedBlock>& 
 
 }  // namespace
 
-std::vector<DevicePtr> DeviceCachingAllocator::place_segment(std::size_t size, StreamId stream, std::uint32_t pool,
+std::vector<DevicePtr> DeviceCachingAllocator::place_segment(Bytes size, StreamId stream, std::uint32_t pool,
                                                              bool small, const std::vector<PlacedBlock>& live,
                                                              std::uint32_t owner) {
   check_layout(size, small, live);
@@ -59,12 +59,12 @@ std::vector<DevicePtr> DeviceCachingAllocator::place_segment(std::size_t size, S
   // at its offset; each hand-out splits its front off `rest`, which keeps the remainder.
   const Block* rest = ledger_.segment_allocated(ptr, size, bp, stream, is_oversize(size, config_), 0);
   bool rest_in_free_set = false;
-  std::size_t at = 0;
+  Bytes at = 0;
   std::vector<const Block*> gaps;
   std::vector<DevicePtr> out;
   out.reserve(live.size() + 1);
   out.push_back(ptr);
-  auto take = [&](std::size_t bytes, std::uint64_t requested) {
+  auto take = [&](Bytes bytes, std::uint64_t requested) {
     HandOut h;
     h.requested = requested;
     h.size = bytes;

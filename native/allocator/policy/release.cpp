@@ -14,12 +14,12 @@ DeviceCachingAllocator::AvailableRelease DeviceCachingAllocator::available_cache
   AvailableRelease out;
   if (config_.max_split_size == kUnlimited) return out;
   const std::vector<const Block*> blocks = p.pool->in_order();
-  const std::size_t wanted = std::max(p.size, config_.max_split_size);
+  const Bytes wanted = std::max(p.size, config_.max_split_size);
   // The first block of this stream at or above `wanted`, in (stream, size, address) order.
   const auto before_wanted = [&](const Block* b) {
     return b->stream < p.stream || (b->stream == p.stream && b->size < wanted);
   };
-  const std::size_t at = static_cast<std::size_t>(
+  const auto at = static_cast<std::size_t>(
       std::partition_point(blocks.begin(), blocks.end(), before_wanted) - blocks.begin());
   if (at < blocks.size() && blocks[at]->stream == p.stream) {
     if (blocks[at]->is_split() || blocks[at]->expandable) return out;
@@ -27,7 +27,7 @@ DeviceCachingAllocator::AvailableRelease DeviceCachingAllocator::available_cache
     out.enough = true;
     return out;
   }
-  std::size_t released = 0;
+  Bytes released = 0;
   for (std::size_t i = at; i > 0 && released < wanted; --i) {
     const Block* b = blocks[i - 1];
     if (!is_oversize(b->size, config_) || b->stream != p.stream) break;
@@ -92,10 +92,10 @@ void DeviceCachingAllocator::release_segment(const Block* block) {
 // Frees unsplit large blocks at or above the average age until reserved memory is back
 // under threshold * allowed maximum. No synchronization: it only touches free blocks.
 void DeviceCachingAllocator::garbage_collect_cached_blocks() {
-  const std::size_t threshold_bytes = gc_threshold_bytes();
-  const std::size_t reserved = total_reserved();
+  const Bytes threshold_bytes = gc_threshold_bytes();
+  const Bytes reserved = total_reserved();
   if (reserved <= threshold_bytes) return;
-  const std::size_t target = reserved - threshold_bytes;
+  const Bytes target = reserved - threshold_bytes;
   const BlockPool& pool = ledger_.default_pool(false);
   auto age = [&](const Block* b) { return static_cast<double>(pool.get_free_blocks_call_count - b->gc_stamp); };
   double total_age = 0;
@@ -107,7 +107,7 @@ void DeviceCachingAllocator::garbage_collect_cached_blocks() {
       ++freeable;
     }
   }
-  std::size_t reclaimed = 0;
+  Bytes reclaimed = 0;
   bool freed = true;
   while (reclaimed < target && freed && freeable > 0) {
     const double age_threshold = total_age / freeable;

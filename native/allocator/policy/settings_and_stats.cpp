@@ -13,14 +13,14 @@ void DeviceCachingAllocator::set_memory_fraction(double fraction) {
   if (!std::isfinite(fraction) || fraction < 0.0 || fraction > 1.0) {
     throw InvalidArgumentError("memory fraction must be a number in [0, 1], got " + std::to_string(fraction));
   }
-  std::size_t free_bytes = 0;
-  std::size_t total_bytes = 0;
+  Bytes free_bytes = 0;
+  Bytes total_bytes = 0;
   Status s = device_.mem_get_info(&free_bytes, &total_bytes);
   if (s != Status::kOk) throw device_error(device_, "cudaMemGetInfo", s);
   std::lock_guard<FutexMutex> lock(mu_);
   fraction_ = fraction;
   fraction_set_ = true;
-  allowed_memory_maximum_ = static_cast<std::size_t>(fraction * static_cast<double>(total_bytes));
+  allowed_memory_maximum_ = static_cast<Bytes>(fraction * static_cast<double>(total_bytes));
 }
 
 double DeviceCachingAllocator::memory_fraction() const {
@@ -36,7 +36,7 @@ void DeviceCachingAllocator::set_config(const AllocatorConfig& config) {
   if (config.per_process_memory_fraction_set) set_memory_fraction(config.per_process_memory_fraction);
 }
 
-std::size_t DeviceCachingAllocator::max_split_size() const {
+Bytes DeviceCachingAllocator::max_split_size() const {
   std::lock_guard<FutexMutex> lock(mu_);
   return config_.max_split_size;
 }
@@ -69,7 +69,7 @@ void DeviceCachingAllocator::drain_traces(std::vector<TraceEntry>& out, std::uin
   ledger_.drain_traces(out, dropped);
 }
 
-std::size_t DeviceCachingAllocator::history_bytes() const {
+Bytes DeviceCachingAllocator::history_bytes() const {
   std::lock_guard<FutexMutex> lock(mu_);
   return ledger_.ring().capacity_bytes();
 }

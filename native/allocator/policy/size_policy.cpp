@@ -3,19 +3,19 @@
 namespace cca {
 
 namespace {
-int floor_log2(std::size_t v) { return v == 0 ? -1 : 63 - __builtin_clzll(static_cast<unsigned long long>(v)); }
+int floor_log2(Bytes v) { return v == 0 ? -1 : 63 - __builtin_clzll(static_cast<unsigned long long>(v)); }
 }  // namespace
 
-std::size_t roundup_power2_next_division(std::size_t size, std::size_t divisions) {
+Bytes roundup_power2_next_division(Bytes size, Bytes divisions) {
   if ((size & (size - 1)) == 0) return size;
   int log_div = floor_log2(divisions);
-  std::size_t floor2 = std::size_t{1} << floor_log2(size);
-  std::size_t step = floor2 >> log_div;
+  Bytes floor2 = Bytes{1} << floor_log2(size);
+  Bytes step = floor2 >> log_div;
   if (step == 0) return floor2 << 1;
   return (size + step - 1) / step * step;
 }
 
-std::size_t allocation_size(std::size_t rounded, const AllocatorConfig& cfg) {
+Bytes allocation_size(Bytes rounded, const AllocatorConfig& cfg) {
   if (is_small_request(rounded)) return kSmallBuffer;
   if (rounded < kMinLargeAlloc) return cfg.large_segment_size;
   return (rounded + kRoundLarge - 1) / kRoundLarge * kRoundLarge;

@@ -11,9 +11,9 @@ namespace cca {
 
 // The next of d evenly spaced steps between the powers of two around size
 // (1200 with d = 4 gives 1280). Powers of two are returned unchanged.
-std::size_t roundup_power2_next_division(std::size_t size, std::size_t divisions);
+Bytes roundup_power2_next_division(Bytes size, Bytes divisions);
 // The divisions configured for size's bucket: floor(log2(size)) - 20, clamped to [0, 15].
-inline std::size_t roundup_divisions_for(std::size_t size, const AllocatorConfig& cfg) {
+inline Bytes roundup_divisions_for(Bytes size, const AllocatorConfig& cfg) {
   int idx = size == 0 ? 0 : 63 - __builtin_clzll(static_cast<unsigned long long>(size)) - 20;
   if (idx < 0) idx = 0;
   if (idx > kRoundUpPowerOfTwoIntervals - 1) idx = kRoundUpPowerOfTwoIntervals - 1;
@@ -23,31 +23,31 @@ inline std::size_t roundup_divisions_for(std::size_t size, const AllocatorConfig
 // powers of two (when d = roundup_power2_divisions(size) > 1 and size > 512 * d) or a
 // multiple of 512. Why: fewer distinct sizes, so freed blocks fit later requests.
 // (Inline, as should_split is: each cached alloc asks both.)
-inline std::size_t round_size(std::size_t size, const AllocatorConfig& cfg) {
+inline Bytes round_size(Bytes size, const AllocatorConfig& cfg) {
   if (size < kMinBlockSize) return kMinBlockSize;
-  const std::size_t divisions = roundup_divisions_for(size, cfg);
+  const Bytes divisions = roundup_divisions_for(size, cfg);
   if (divisions > 1 && size > kMinBlockSize * divisions) return roundup_power2_next_division(size, divisions);
   return (size + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
 }
 
 // Small vs large: rounded requests up to and including 1 MiB come from the small pool.
 // Why: small tensors packed into 2 MiB segments do not fragment the large ones.
-inline bool is_small_request(std::size_t rounded) { return rounded <= kSmallSize; }
+inline bool is_small_request(Bytes rounded) { return rounded <= kSmallSize; }
 
 // Segment size when no cached block fits: 2 MiB for small requests, 20 MiB below 10 MiB,
 // else the request rounded up to 2 MiB. Why: mid-size requests share a segment; huge
 // ones get their own so they can be released whole.
-std::size_t allocation_size(std::size_t rounded, const AllocatorConfig& cfg);
+Bytes allocation_size(Bytes rounded, const AllocatorConfig& cfg);
 
 // Oversize: a block or request at or above max_split_size. Why: such blocks are never split
 // (a small allocation must not pin a huge segment), and they alone are released to make
 // room before the whole cache is (release_available_cached_blocks).
-inline bool is_oversize(std::size_t size, const AllocatorConfig& cfg) { return size >= cfg.max_split_size; }
+inline bool is_oversize(Bytes size, const AllocatorConfig& cfg) { return size >= cfg.max_split_size; }
 
 // Whether a cached block of `block_size` may serve a rounded request at all. Why: a request
 // below max_split_size never takes an oversize block (it would split it), and an oversize
 // request takes one at most max_non_split_rounding_size bigger (the rest would be wasted).
-inline bool oversize_rules_allow(std::size_t rounded, std::size_t block_size, const AllocatorConfig& cfg) {
+inline bool oversize_rules_allow(Bytes rounded, Bytes block_size, const AllocatorConfig& cfg) {
   if (!is_oversize(rounded, cfg)) return !is_oversize(block_size, cfg);
   return block_size < rounded + cfg.max_non_split_rounding_size;
 }
@@ -60,8 +60,8 @@ inline bool splits_like_small(const Block& block) { return block.pool->is_small 
 // `block_size` splits it. Small blocks split whenever the rest is at least 512 bytes;
 // large blocks only when the request is below max_split_size and the rest exceeds 1 MiB
 // (strictly). Why: large remainders stay useful and oversize blocks stay whole.
-inline bool should_split(std::size_t block_size, std::size_t rounded, bool small_pool, const AllocatorConfig& cfg) {
-  const std::size_t remaining = block_size - rounded;
+inline bool should_split(Bytes block_size, Bytes rounded, bool small_pool, const AllocatorConfig& cfg) {
+  const Bytes remaining = block_size - rounded;
   if (small_pool) return remaining >= kMinBlockSize;
   return !is_oversize(rounded, cfg) && remaining > kSmallSize;
 }
@@ -74,7 +74,7 @@ inline bool should_split(std::size_t block_size, std::size_t rounded, bool small
 // expandable blocks are skipped.
 // (Inline: this is the cached alloc's search; the expandable walk is out of line.)
 const Block* best_expandable_fit(const BlockPool& pool, const Block* first, const AllocatorConfig& cfg);
-inline const Block* best_cached_block(const BlockPool& pool, StreamId stream, std::size_t rounded,
+inline const Block* best_cached_block(const BlockPool& pool, StreamId stream, Bytes rounded,
                                       const AllocatorConfig& cfg) {
   const Block* found = pool.first_at_least(stream, rounded);
   if (found != nullptr && found->expandable) found = best_expandable_fit(pool, found, cfg);

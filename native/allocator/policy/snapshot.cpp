@@ -33,7 +33,7 @@ DeviceSnapshot DeviceCachingAllocator::snapshot(std::uint32_t pool_filter, Trace
   DeviceSnapshot snap;
   snap.device = device_.index();
   snap.segments.reserve(ledger_.segment_count());
-  std::size_t active_bytes = 0;
+  Bytes active_bytes = 0;
   ledger_.for_each_segment([&](const Segment& segment) {
     const std::uint32_t pool_id = segment.pool->pool_id;
     if (pool_filter != 0 && pool_id != pool_filter) return;

@@ -23,10 +23,10 @@ enum class BlockState : std::uint8_t {
 
 struct Block {
   DevicePtr ptr = 0;
-  std::size_t size = 0;
+  Bytes size = 0;
   // The caller's unrounded size; kept after free (snapshots show it), 0 for a remainder
   // that was never handed out.
-  std::size_t requested_size = 0;
+  Bytes requested_size = 0;
   StreamId stream = 0;  // the stream it was allocated on; it is only reused on this stream
   Link<BlockPool> pool;
   Link<Segment> segment;

@@ -35,8 +35,8 @@ std::string BlockPool::check_bins() const {
   return "";
 }
 
-std::size_t BlockPool::largest_free() const {
-  std::size_t best = 0;
+Bytes BlockPool::largest_free() const {
+  Bytes best = 0;
   for (const auto& entry : streams_) best = std::max(best, entry.second->largest_size());
   // The tree is ordered by (stream, size, address): each stream's last entry is its largest.
   auto it = tree_.end();

@@ -25,7 +25,7 @@ namespace cca {
 // A tree entry carries its block's key, so the walk compares without reaching the block.
 struct FreeKey {
   StreamId stream;
-  std::size_t size;
+  Bytes size;
   DevicePtr ptr;
   Block* block;
 };
@@ -57,7 +57,7 @@ class BlockPool {
   // The first free block of `stream` in (size, address) order with at least `size` bytes,
   // and the one after a given block: the search that the best-fit rules (size_policy.h)
   // walk. Both leave the block in place.
-  const Block* first_at_least(StreamId stream, std::size_t size) const {
+  const Block* first_at_least(StreamId stream, Bytes size) const {
     if (SizeBins::binned(size)) {
       if (const SizeBins* bins = find_bins(stream)) {
         if (const Block* b = bins->first_at_least(size)) return b;
@@ -125,7 +125,7 @@ class BlockPool {
   std::vector<const Block*> in_order() const;
   // The size of the largest free (mapped) block on any stream, 0 if none: O(streams), for
   // monitoring; in_order() would sort every block.
-  std::size_t largest_free() const;
+  Bytes largest_free() const;
 
   const bool is_small;
   const std::uint32_t pool_id;  // n of the MemPool id (0, n); 0: the default pools

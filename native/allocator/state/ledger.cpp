@@ -75,7 +75,7 @@ void Ledger::recycle(Block* block) {
   spare_blocks_.push_back(block);
 }
 
-Segment& Ledger::add_segment(DevicePtr ptr, std::size_t size, const BlockPool& pool, StreamId stream,
+Segment& Ledger::add_segment(DevicePtr ptr, Bytes size, const BlockPool& pool, StreamId stream,
                              std::uint32_t stack) {
   auto owned = std::make_unique<Segment>();
   Segment& s = *owned;
@@ -111,7 +111,7 @@ void Ledger::count(Counter c) {
   commit(change);
 }
 
-void Ledger::oom(std::uint64_t device_free, std::size_t rounded, StreamId stream, const BlockPool& pool,
+void Ledger::oom(std::uint64_t device_free, Bytes rounded, StreamId stream, const BlockPool& pool,
                  std::uint32_t stack, bool rejected) {
   StateChange change(tracing());
   change.count(rejected ? Counter::kOomRejection : Counter::kOom);

@@ -41,7 +41,7 @@ namespace cca {
 // How a free block is handed to a request, as the policy (size_policy.h) decided it.
 struct HandOut {
   std::uint64_t requested = 0;  // the caller's size
-  std::size_t size = 0;         // rounded
+  Bytes size = 0;         // rounded
   bool split = false;           // split off the front `size` bytes; the rest stays free
   bool oversize = false;        // counts in oversize_allocations
   std::uint32_t owner = 0;
@@ -92,7 +92,7 @@ class Ledger {
   std::size_t allocated_count() const { return allocated_.size(); }
   const StatCounters& stats() const { return stats_; }
   const TagLedger& tag_counters() const { return tags_; }
-  std::size_t reserved_bytes() const { return static_cast<std::size_t>(stats_.current(kReservedBytes, kAggregate)); }
+  Bytes reserved_bytes() const { return static_cast<Bytes>(stats_.current(kReservedBytes, kAggregate)); }
   const HistoryOptions& history() const { return history_; }
   const TraceRing& ring() const { return ring_; }
   // Checks every invariant (validate.cpp); "" when all hold, else the first broken clause.
@@ -102,7 +102,7 @@ class Ledger {
   // ---- transitions (ledger_transitions.cpp, ledger_expandable.cpp) ----
   // A new segment of `pool` whose single block is free but not in the free set: the caller
   // hands it out at once (hand_out with in_free_set false).
-  const Block* segment_allocated(DevicePtr ptr, std::size_t size, const BlockPool& pool, StreamId stream,
+  const Block* segment_allocated(DevicePtr ptr, Bytes size, const BlockPool& pool, StreamId stream,
                                  bool oversize, std::uint32_t stack, std::uint32_t tag = 0);
   // A free block given to a caller; `in_free_set` says whether it is still in its pool's set.
   const Block* hand_out(const Block* block, bool in_free_set, const HandOut& h);
@@ -124,7 +124,7 @@ class Ledger {
   void segment_released(const Block* block, CallContext ctx = {});
   // Expandable segments (Note [Expandable segments] in expandable_segments.cpp).
   // A reserved range with no page mapped: one unmapped block.
-  const Block* expandable_reserved(DevicePtr base, std::size_t size, std::size_t page_size, const BlockPool& pool,
+  const Block* expandable_reserved(DevicePtr base, Bytes size, Bytes page_size, const BlockPool& pool,
                                    StreamId stream, std::uint32_t stack);
   // The device mapped handles.size() pages from the start of the unmapped block.
   void pages_mapped(const Block* unmapped, const std::vector<std::uint64_t>& handles, std::uint32_t stack);
@@ -137,7 +137,7 @@ class Ledger {
   // The request that could not be met, of `pool` (its MemPool id on the entry, as PyTorch's).
   // `rejected`: refused by throw_on_cudamalloc_oom, counted in num_oom_rejections instead of
   // num_ooms.
-  void oom(std::uint64_t device_free, std::size_t rounded, StreamId stream, const BlockPool& pool, std::uint32_t stack,
+  void oom(std::uint64_t device_free, Bytes rounded, StreamId stream, const BlockPool& pool, std::uint32_t stack,
            bool rejected);
   void snapshot_taken(std::uint64_t active_bytes);
   // Metadata attached to a live block after the fact (PyTorch's _annotate_memory): an
@@ -221,7 +221,7 @@ class Ledger {
   void merge_free_neighbours(Block* block, StateChange& change);
   // A new segment of `pool` with one free block spanning it, registered (and counted in its
   // MemPool); the caller records it in its change.
-  Segment& add_segment(DevicePtr ptr, std::size_t size, const BlockPool& pool, StreamId stream, std::uint32_t stack);
+  Segment& add_segment(DevicePtr ptr, Bytes size, const BlockPool& pool, StreamId stream, std::uint32_t stack);
   void erase_segment(Block* only_block);
   PrivatePool& private_pool_of(std::uint32_t id) { return *pools_.at(id); }
   Block* new_block();

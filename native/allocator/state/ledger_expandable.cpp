@@ -7,12 +7,12 @@
 
 namespace cca {
 
-const Block* Ledger::expandable_reserved(DevicePtr base, std::size_t size, std::size_t page_size,
+const Block* Ledger::expandable_reserved(DevicePtr base, Bytes size, Bytes page_size,
                                          const BlockPool& pool, StreamId stream, std::uint32_t stack) {
   Segment& segment = add_segment(base, size, pool, stream, stack);
   segment.expandable = true;
   segment.page_size = page_size;
-  segment.pages.assign(size / page_size, 0);
+  segment.pages.assign(static_cast<std::size_t>(size / page_size), 0);
   Block* block = segment.head;
   block->mapped = false;
   block->expandable = true;
@@ -27,8 +27,8 @@ const Block* Ledger::expandable_reserved(DevicePtr base, std::size_t size, std::
 void Ledger::pages_mapped(const Block* unmapped, const std::vector<std::uint64_t>& handles, std::uint32_t stack) {
   Block* to_map = own(unmapped);
   Segment& seg = *to_map->segment;
-  const std::size_t first = (to_map->ptr - seg.ptr) / seg.page_size;
-  const std::size_t mapped = handles.size() * seg.page_size;
+  const auto first = static_cast<std::size_t>((to_map->ptr - seg.ptr) / seg.page_size);
+  const Bytes mapped = handles.size() * seg.page_size;
   CCA_ASSERT(!to_map->mapped && mapped > 0 && mapped <= to_map->size);
   for (std::size_t i = 0; i < handles.size(); ++i) seg.pages[first + i] = handles[i];
   StateChange change(tracing());

@@ -9,7 +9,7 @@
 
 namespace cca {
 
-const Block* Ledger::segment_allocated(DevicePtr ptr, std::size_t size, const BlockPool& pool, StreamId stream,
+const Block* Ledger::segment_allocated(DevicePtr ptr, Bytes size, const BlockPool& pool, StreamId stream,
                                        bool oversize, std::uint32_t stack, std::uint32_t tag) {
   Segment& segment = add_segment(ptr, size, pool, stream, stack);
   segment.counted_oversize = oversize;
@@ -26,7 +26,7 @@ const Block* Ledger::segment_allocated(DevicePtr ptr, std::size_t size, const Bl
 
 CCA_HOT_INLINE void Ledger::finish_hand_out(Block* result, StateChange& change, const HandOut& h) {
   result->state = BlockState::kAllocated;
-  result->requested_size = static_cast<std::size_t>(h.requested);
+  result->requested_size = static_cast<Bytes>(h.requested);
   result->owner = h.owner;
   result->counted_oversize = h.oversize;
   result->alloc_stack = h.ctx.stack;

@@ -15,7 +15,7 @@ namespace cca {
 
 struct Segment {
   DevicePtr ptr = 0;
-  std::size_t size = 0;
+  Bytes size = 0;
   StreamId stream = 0;
   Link<BlockPool> pool;
   Link<Block> head;  // the block at the segment's lowest address
@@ -23,12 +23,12 @@ struct Segment {
   std::uint32_t stack = 0;  // interned stack of the malloc that made the segment
   // Expandable: a reserved address range mapped page by page; `size` is the whole range.
   bool expandable = false;
-  std::size_t page_size = 0;
+  Bytes page_size = 0;
   std::vector<std::uint64_t> pages;  // the device's handle of each mapped page, 0 if unmapped
 
   // Gives `front` the first `bytes` of `at` and links it just before `at`, which keeps the
   // rest. `front` is a fresh block: it takes at's stream, pool, segment and mapping.
-  void split_front(Block* at, Block* front, std::size_t bytes) {
+  void split_front(Block* at, Block* front, Bytes bytes) {
     CCA_ASSERT(bytes > 0 && bytes < at->size && at->segment.get() == this);
     adopt(at, front);
     front->ptr = at->ptr;
@@ -46,7 +46,7 @@ struct Segment {
   }
 
   // Gives `back` the bytes of `at` past its first `keep` and links it just after `at`.
-  void split_back(Block* at, Block* back, std::size_t keep) {
+  void split_back(Block* at, Block* back, Bytes keep) {
     CCA_ASSERT(keep > 0 && keep < at->size && at->segment.get() == this);
     adopt(at, back);
     back->ptr = at->ptr + keep;

@@ -13,6 +13,7 @@
 // (BlockPool drops a destroyed stream's once empty). Making the heaps in lazily allocated
 // chunks of 64 saved most of that but cost ~10% on the cached pair in an A/B, so they are flat.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -29,9 +30,9 @@ namespace cca {
 class SizeBins {
  public:
   static constexpr std::size_t kNumBins = 4096;
-  static constexpr std::size_t kMaxBinnedSize = kNumBins * kMinBlockSize;  // 2 MiB: a whole small segment
+  static constexpr Bytes kMaxBinnedSize = Bytes{kNumBins} * kMinBlockSize;  // 2 MiB: a whole small segment
 
-  static bool binned(std::size_t size) { return size <= kMaxBinnedSize; }
+  static bool binned(Bytes size) { return size <= kMaxBinnedSize; }
 
   void insert(Block* block);
   void erase(Block* block);
@@ -41,7 +42,7 @@ class SizeBins {
 
   // The lowest-addressed block of the smallest size >= `size`, left in place; nullptr if
   // every binned block is smaller.
-  Block* first_at_least(std::size_t size) const {
+  Block* first_at_least(Bytes size) const {
     const std::size_t bin = first_nonempty_bin(bin_of(size));
     return bin == kNumBins ? nullptr : lowest(bins_[bin]);
   }
@@ -49,7 +50,7 @@ class SizeBins {
   Block* next_after(const Block* block) const;
   // The size of the largest binned block, 0 when empty: two bit scans (every block of a bin
   // has the bin's size), for monitoring without walking the blocks.
-  std::size_t largest_size() const {
+  Bytes largest_size() const {
     if (summary_ == 0) return 0;
     const std::size_t w = 63 - static_cast<std::size_t>(__builtin_clzll(summary_));
     const std::size_t b = 63 - static_cast<std::size_t>(__builtin_clzll(words_[w]));
@@ -68,7 +69,11 @@ class SizeBins {
   };
   using Heap = std::vector<HeapEntry>;
 
-  static std::size_t bin_of(std::size_t size) { return size == 0 ? 0 : (size - 1) / kMinBlockSize; }
+  // kNumBins for any size past the bins: a request of terabytes must not wrap to a small
+  // bin where size_t is 32 bits (WebAssembly).
+  static std::size_t bin_of(Bytes size) {
+    return size == 0 ? 0 : static_cast<std::size_t>(std::min<Bytes>((size - 1) / kMinBlockSize, kNumBins));
+  }
   // A non-empty heap's lowest-addressed block: the root, or with the root vacant the lower
   // of its children.
   static Block* lowest(const Heap& heap) {

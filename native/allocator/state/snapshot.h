@@ -13,8 +13,8 @@ namespace cca {
 
 struct SnapshotBlock {
   DevicePtr address = 0;
-  std::size_t size = 0;
-  std::size_t requested_size = 0;
+  Bytes size = 0;
+  Bytes requested_size = 0;
   BlockState state = BlockState::kFree;
   std::uint32_t stack = 0;
   std::uint32_t tag = 0;
@@ -22,10 +22,10 @@ struct SnapshotBlock {
 
 struct SnapshotSegment {
   DevicePtr address = 0;
-  std::size_t total_size = 0;
-  std::size_t allocated_size = 0;  // sum over allocated blocks
-  std::size_t active_size = 0;     // allocated or waiting on events
-  std::size_t requested_size = 0;  // requested sizes of the active blocks
+  Bytes total_size = 0;
+  Bytes allocated_size = 0;  // sum over allocated blocks
+  Bytes active_size = 0;     // allocated or waiting on events
+  Bytes requested_size = 0;  // requested sizes of the active blocks
   StreamId stream = 0;
   bool is_small = false;
   bool is_expandable = false;

@@ -54,7 +54,7 @@ std::string Ledger::validate(std::size_t queued_events) const {
           return where + " is unmapped space not aligned to pages";
         }
         for (DevicePtr a = b->ptr; a < b->ptr + b->size; a += seg.page_size) {
-          if (seg.pages[(a - seg.ptr) / seg.page_size] != 0) return where + " is unmapped over a mapped page";
+          if (seg.pages[static_cast<std::size_t>((a - seg.ptr) / seg.page_size)] != 0) return where + " is unmapped over a mapped page";
         }
         ++unmapped_blocks;
         continue;
@@ -62,7 +62,7 @@ std::string Ledger::validate(std::size_t queued_events) const {
       if (in_unmapped) return where + " is mapped but in the unmapped set";
       if (seg.expandable) {
         for (DevicePtr a = b->ptr - (b->ptr - seg.ptr) % seg.page_size; a < b->ptr + b->size; a += seg.page_size) {
-          if (seg.pages[(a - seg.ptr) / seg.page_size] == 0) return where + " is mapped over an unmapped page";
+          if (seg.pages[static_cast<std::size_t>((a - seg.ptr) / seg.page_size)] == 0) return where + " is mapped over an unmapped page";
         }
       }
       if (b->pool->pool_id != 0 && pools_.count(b->pool->pool_id) == 0) return where + " belongs to an erased MemPool";

@@ -1,6 +1,7 @@
 #include "sim_device.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 
@@ -14,14 +15,14 @@ constexpr DevicePtr kAddressBase = 0x7f0000000000ull;
 // reserves 9/8 of the device's memory per (stream, pool), as on a real GPU. 64 devices
 // end below 2^53, so pointers stay exact as JS numbers.
 constexpr DevicePtr kAddressWindow = 0x100000000000ull;
-constexpr std::size_t kMaxCapacity = std::size_t{1} << 40;
+constexpr Bytes kMaxCapacity = Bytes{1} << 40;
 // cudaMalloc returns 512-byte aligned memory at least; segments are 2 MiB multiples anyway.
-constexpr std::size_t kSimAlignment = 512;
+constexpr Bytes kSimAlignment = 512;
 
 thread_local std::string t_last_error;
 }  // namespace
 
-SimDevice::SimDevice(int index, std::size_t capacity_bytes)
+SimDevice::SimDevice(int index, Bytes capacity_bytes)
     : index_(index),
       capacity_(capacity_bytes),
       base_(kAddressBase + static_cast<DevicePtr>(index) * kAddressWindow) {
@@ -43,7 +44,7 @@ Status SimDevice::fail(Status s, std::string message) const {
   return s;
 }
 
-bool SimDevice::injected_failure_locked(std::size_t size) {
+bool SimDevice::injected_failure_locked(Bytes size) {
   if (fail_mallocs_ == 0) return false;
   if (fail_after_bytes_ >= size) {
     fail_after_bytes_ -= size;
@@ -54,10 +55,10 @@ bool SimDevice::injected_failure_locked(std::size_t size) {
   return true;
 }
 
-Status SimDevice::malloc(DevicePtr* out, std::size_t size) {
+Status SimDevice::malloc(DevicePtr* out, Bytes size) {
   std::lock_guard<std::mutex> lock(mu_);
   if (injected_failure_locked(size)) return fail(Status::kOutOfMemory, "simulated cudaMalloc failure (fault injection)");
-  std::size_t aligned = (size + kSimAlignment - 1) / kSimAlignment * kSimAlignment;
+  Bytes aligned = (size + kSimAlignment - 1) / kSimAlignment * kSimAlignment;
   if (aligned < size || used_ + aligned > capacity_ || used_ + aligned < used_) {
     return fail(Status::kOutOfMemory, "simulated device is full");
   }
@@ -69,12 +70,12 @@ Status SimDevice::malloc(DevicePtr* out, std::size_t size) {
   return Status::kOk;
 }
 
-DevicePtr SimDevice::take_range_locked(std::size_t size) {
+DevicePtr SimDevice::take_range_locked(Bytes size) {
   // First fit keeps addresses low and stable from run to run.
   for (auto it = free_ranges_.begin(); it != free_ranges_.end(); ++it) {
     if (it->second < size) continue;
     const DevicePtr ptr = it->first;
-    const std::size_t rest = it->second - size;
+    const Bytes rest = it->second - size;
     free_ranges_.erase(it);
     if (rest > 0) free_ranges_.emplace(ptr + size, rest);
     return ptr;
@@ -86,7 +87,7 @@ Status SimDevice::free(DevicePtr ptr) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = live_.find(ptr);
   if (it == live_.end()) return fail(Status::kInvalidValue, "cudaFree of an unknown pointer");
-  std::size_t len = it->second;
+  Bytes len = it->second;
   live_.erase(it);
   contents_.erase(ptr);
   used_ -= len;
@@ -106,29 +107,29 @@ Status SimDevice::free(DevicePtr ptr) {
   return Status::kOk;
 }
 
-unsigned char* SimDevice::backing_locked(DevicePtr base, std::size_t len) {
+unsigned char* SimDevice::backing_locked(DevicePtr base, Bytes len) {
   auto& store = contents_[base];
-  if (store.empty()) store.assign(len, 0);
+  if (store.empty()) store.assign(static_cast<std::size_t>(len), 0);  // a simulated buffer's contents are host memory
   return store.data();
 }
 
 template <class F>
-bool SimDevice::for_each_piece_locked(DevicePtr ptr, std::size_t bytes, F&& fn) {
+bool SimDevice::for_each_piece_locked(DevicePtr ptr, Bytes bytes, F&& fn) {
   // First resolve every piece, so that a range with a hole does nothing at all.
   struct Piece {
     DevicePtr base;
-    std::size_t len;
+    Bytes len;
     DevicePtr at;
-    std::size_t n;
+    Bytes n;
   };
   std::vector<Piece> pieces;
   DevicePtr at = ptr;
-  std::size_t left = bytes;
+  Bytes left = bytes;
   while (left > 0) {
     bool found = false;
-    auto consider = [&](DevicePtr base, std::size_t len) {
+    auto consider = [&](DevicePtr base, Bytes len) {
       if (found || at < base || at >= base + len) return;
-      const std::size_t n = std::min<std::size_t>(left, base + len - at);
+      const Bytes n = std::min<Bytes>(left, base + len - at);
       pieces.push_back(Piece{base, len, at, n});
       at += n;
       left -= n;
@@ -138,7 +139,7 @@ bool SimDevice::for_each_piece_locked(DevicePtr ptr, std::size_t bytes, F&& fn) 
     for (const auto& [h, range] : mappings_) consider(range.first, range.second);
     if (!found) return false;
   }
-  for (const Piece& p : pieces) fn(backing_locked(p.base, p.len) + (p.at - p.base), p.n);
+  for (const Piece& p : pieces) fn(backing_locked(p.base, p.len) + (p.at - p.base), static_cast<std::size_t>(p.n));
   return true;
 }
 
@@ -147,14 +148,14 @@ bool SimDevice::for_each_piece_locked(DevicePtr ptr, std::size_t bytes, F&& fn) 
 // completes, as a GPU's would. Host memory must stay valid until then (pinned blocks are
 // kept until the copy's event completes, as on a GPU).
 template <class Move>
-Status SimDevice::copy_locked(StreamId stream, std::initializer_list<std::pair<DevicePtr, std::size_t>> ranges,
+Status SimDevice::copy_locked(StreamId stream, std::initializer_list<std::pair<DevicePtr, Bytes>> ranges,
                               Move&& move) {
   if (!stream_known_locked(stream)) return fail(Status::kInvalidValue, "copy on an unknown stream");
   if (!queued_behind_locked(stream)) {
     return move() ? Status::kOk : fail(Status::kInvalidValue, "copy outside device memory");
   }
   for (const auto& [at, bytes] : ranges) {
-    if (!for_each_piece_locked(at, bytes, [](unsigned char*, std::size_t) {})) {
+    if (!for_each_piece_locked(at, bytes, [](unsigned char*, Bytes) {})) {
       return fail(Status::kInvalidValue, "copy outside device memory");
     }
   }
@@ -162,7 +163,7 @@ Status SimDevice::copy_locked(StreamId stream, std::initializer_list<std::pair<D
   return Status::kOk;
 }
 
-Status SimDevice::memcpy_htod(DevicePtr dst, const void* src, std::size_t bytes, StreamId stream) {
+Status SimDevice::memcpy_htod(DevicePtr dst, const void* src, Bytes bytes, StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
   return copy_locked(stream, {{dst, bytes}}, [this, dst, src, bytes] {
     const auto* from = static_cast<const unsigned char*>(src);
@@ -173,7 +174,7 @@ Status SimDevice::memcpy_htod(DevicePtr dst, const void* src, std::size_t bytes,
   });
 }
 
-Status SimDevice::memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) {
+Status SimDevice::memcpy_dtoh(void* dst, DevicePtr src, Bytes bytes, StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
   return copy_locked(stream, {{src, bytes}}, [this, dst, src, bytes] {
     auto* to = static_cast<unsigned char*>(dst);
@@ -184,10 +185,10 @@ Status SimDevice::memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, Strea
   });
 }
 
-Status SimDevice::memcpy_dtod(DevicePtr dst, DevicePtr src, std::size_t bytes, StreamId stream) {
+Status SimDevice::memcpy_dtod(DevicePtr dst, DevicePtr src, Bytes bytes, StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
   return copy_locked(stream, {{src, bytes}, {dst, bytes}}, [this, dst, src, bytes] {
-    std::vector<unsigned char> staged(bytes);  // the ranges may overlap
+    std::vector<unsigned char> staged(static_cast<std::size_t>(bytes));  // the ranges may overlap
     auto* to = staged.data();
     const unsigned char* from = staged.data();
     return for_each_piece_locked(src, bytes, [&](unsigned char* mem, std::size_t n) {
@@ -201,14 +202,14 @@ Status SimDevice::memcpy_dtod(DevicePtr dst, DevicePtr src, std::size_t bytes, S
   });
 }
 
-Status SimDevice::memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) {
+Status SimDevice::memset_d8(DevicePtr dst, unsigned char value, Bytes bytes, StreamId stream) {
   std::lock_guard<std::mutex> lock(mu_);
   return copy_locked(stream, {{dst, bytes}}, [this, dst, value, bytes] {
     return for_each_piece_locked(dst, bytes, [&](unsigned char* mem, std::size_t n) { std::memset(mem, value, n); });
   });
 }
 
-Status SimDevice::host_alloc(void** out, std::size_t bytes) {
+Status SimDevice::host_alloc(void** out, Bytes bytes) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (fail_host_allocs_ > 0) {
@@ -216,7 +217,8 @@ Status SimDevice::host_alloc(void** out, std::size_t bytes) {
       return fail(Status::kOutOfMemory, "simulated cudaHostAlloc failure: out of page-locked memory (fault injection)");
     }
   }
-  void* p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  // More than this address space holds (a 32-bit host) is host memory exhausted, not a wrapped size.
+  void* p = bytes > SIZE_MAX - 4095 ? nullptr : std::aligned_alloc(4096, static_cast<std::size_t>((bytes + 4095) / 4096 * 4096));
   if (p == nullptr) return fail(Status::kOutOfMemory, "host memory exhausted");
   std::lock_guard<std::mutex> lock(mu_);
   host_blocks_.insert(p);
@@ -233,12 +235,12 @@ Status SimDevice::host_free(void* ptr) {
   return Status::kOk;
 }
 
-std::size_t SimDevice::host_allocations() const {
+Bytes SimDevice::host_allocations() const {
   std::lock_guard<std::mutex> lock(mu_);
   return host_blocks_.size();
 }
 
-Status SimDevice::reserve_address(DevicePtr* out, std::size_t size) {
+Status SimDevice::reserve_address(DevicePtr* out, Bytes size) {
   std::lock_guard<std::mutex> lock(mu_);
   // Address space only: capacity is taken when pages are mapped.
   const DevicePtr ptr = take_range_locked(size);
@@ -248,7 +250,7 @@ Status SimDevice::reserve_address(DevicePtr* out, std::size_t size) {
   return Status::kOk;
 }
 
-Status SimDevice::release_address(DevicePtr base, std::size_t size) {
+Status SimDevice::release_address(DevicePtr base, Bytes size) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = reservations_.find(base);
   if (it == reservations_.end() || it->second != size) return fail(Status::kInvalidValue, "release of an unknown reservation");
@@ -260,7 +262,7 @@ Status SimDevice::release_address(DevicePtr base, std::size_t size) {
   return Status::kOk;
 }
 
-Status SimDevice::map_memory(DevicePtr at, std::size_t size, std::uint64_t* handle) {
+Status SimDevice::map_memory(DevicePtr at, Bytes size, std::uint64_t* handle) {
   std::lock_guard<std::mutex> lock(mu_);
   if (injected_failure_locked(size)) return fail(Status::kOutOfMemory, "simulated cuMemCreate failure (fault injection)");
   if (used_ + size > capacity_) return fail(Status::kOutOfMemory, "simulated device is full");
@@ -277,7 +279,7 @@ Status SimDevice::map_memory(DevicePtr at, std::size_t size, std::uint64_t* hand
   return Status::kOk;
 }
 
-Status SimDevice::unmap_memory(DevicePtr at, std::size_t size, std::uint64_t handle) {
+Status SimDevice::unmap_memory(DevicePtr at, Bytes size, std::uint64_t handle) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = mappings_.find(handle);
   if (it == mappings_.end() || it->second.first != at || it->second.second != size) {
@@ -290,35 +292,35 @@ Status SimDevice::unmap_memory(DevicePtr at, std::size_t size, std::uint64_t han
   return Status::kOk;
 }
 
-std::size_t SimDevice::reservations() const {
+Bytes SimDevice::reservations() const {
   std::lock_guard<std::mutex> lock(mu_);
   return reservations_.size();
 }
 
-std::size_t SimDevice::mapped_bytes() const {
+Bytes SimDevice::mapped_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return mapped_;
 }
 
-Status SimDevice::mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) {
+Status SimDevice::mem_get_info(Bytes* free_bytes, Bytes* total_bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   *free_bytes = capacity_ - used_;
   *total_bytes = capacity_;
   return Status::kOk;
 }
 
-void SimDevice::fail_next_mallocs(int n, std::size_t after_bytes) {
+void SimDevice::fail_next_mallocs(int n, Bytes after_bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   fail_mallocs_ = n < 0 ? 0 : n;
   fail_after_bytes_ = fail_mallocs_ == 0 ? 0 : after_bytes;
 }
 
-std::size_t SimDevice::used_bytes() const {
+Bytes SimDevice::used_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return used_;
 }
 
-std::size_t SimDevice::live_allocations() const {
+Bytes SimDevice::live_allocations() const {
   std::lock_guard<std::mutex> lock(mu_);
   return live_.size();
 }

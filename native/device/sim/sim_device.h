@@ -19,37 +19,37 @@ namespace cca {
 
 struct SimOptions {
   int devices = 1;
-  std::size_t capacity_bytes = std::size_t{16} << 30;  // per device; PyTorch tests often assume 16 GiB
+  Bytes capacity_bytes = Bytes{16} << 30;  // per device; PyTorch tests often assume 16 GiB
 };
 
 class SimDevice final : public Device, public CopyEngine {
  public:
-  SimDevice(int index, std::size_t capacity_bytes);
+  SimDevice(int index, Bytes capacity_bytes);
 
   int index() const override { return index_; }
   std::string name() const override;
   bool is_simulated() const override { return true; }
   std::string last_error() const override;
 
-  Status malloc(DevicePtr* out, std::size_t size) override;
+  Status malloc(DevicePtr* out, Bytes size) override;
   Status free(DevicePtr ptr) override;
-  Status mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) override;
+  Status mem_get_info(Bytes* free_bytes, Bytes* total_bytes) override;
 
-  Status memcpy_htod(DevicePtr dst, const void* src, std::size_t bytes, StreamId stream) override;
-  Status memcpy_dtoh(void* dst, DevicePtr src, std::size_t bytes, StreamId stream) override;
-  Status memset_d8(DevicePtr dst, unsigned char value, std::size_t bytes, StreamId stream) override;
-  Status memcpy_dtod(DevicePtr dst, DevicePtr src, std::size_t bytes, StreamId stream) override;
-  Status host_alloc(void** out, std::size_t bytes) override;
+  Status memcpy_htod(DevicePtr dst, const void* src, Bytes bytes, StreamId stream) override;
+  Status memcpy_dtoh(void* dst, DevicePtr src, Bytes bytes, StreamId stream) override;
+  Status memset_d8(DevicePtr dst, unsigned char value, Bytes bytes, StreamId stream) override;
+  Status memcpy_dtod(DevicePtr dst, DevicePtr src, Bytes bytes, StreamId stream) override;
+  Status host_alloc(void** out, Bytes bytes) override;
   Status host_free(void* ptr) override;
-  std::size_t host_allocations() const;
+  Bytes host_allocations() const;
 
-  std::size_t vmm_granularity() override { return std::size_t{2} << 20; }
-  Status reserve_address(DevicePtr* out, std::size_t size) override;
-  Status release_address(DevicePtr base, std::size_t size) override;
-  Status map_memory(DevicePtr at, std::size_t size, std::uint64_t* handle) override;
-  Status unmap_memory(DevicePtr at, std::size_t size, std::uint64_t handle) override;
-  std::size_t mapped_bytes() const;
-  std::size_t reservations() const;  // address ranges reserved and not yet released
+  Bytes vmm_granularity() override { return Bytes{2} << 20; }
+  Status reserve_address(DevicePtr* out, Bytes size) override;
+  Status release_address(DevicePtr base, Bytes size) override;
+  Status map_memory(DevicePtr at, Bytes size, std::uint64_t* handle) override;
+  Status unmap_memory(DevicePtr at, Bytes size, std::uint64_t handle) override;
+  Bytes mapped_bytes() const;
+  Bytes reservations() const;  // address ranges reserved and not yet released
 
   Status stream_create(StreamId* out) override;
   Status stream_destroy(StreamId stream) override;
@@ -81,7 +81,7 @@ class SimDevice final : public Device, public CopyEngine {
   // The next n device mallocs (and page maps) report kOutOfMemory, as cudaMalloc would on a
   // full GPU; with after_bytes, only once that many more bytes were allocated or mapped
   // (replay: an expandable request that mapped pages before it ran out).
-  void fail_next_mallocs(int n, std::size_t after_bytes = 0);
+  void fail_next_mallocs(int n, Bytes after_bytes = 0);
   // The next n event queries report kError.
   void fail_next_event_queries(int n);
   // The next n pinned host allocations report kOutOfMemory, as cudaHostAlloc does when the
@@ -96,12 +96,12 @@ class SimDevice final : public Device, public CopyEngine {
   std::uint64_t begin_capture_status(StreamId stream, std::uint64_t join = 0);
   void end_capture_status(StreamId stream);
   // Event records, queries and synchronizations refused because a capture was underway.
-  std::size_t capture_violations() const;
+  Bytes capture_violations() const;
   // Every event record, query and synchronize asked of this device (for "no event work").
-  std::size_t event_calls() const;
-  std::size_t used_bytes() const;
-  std::size_t live_allocations() const;
-  std::size_t pending_events() const;
+  Bytes event_calls() const;
+  Bytes used_bytes() const;
+  Bytes live_allocations() const;
+  Bytes pending_events() const;
 
  private:
   struct Event {
@@ -120,14 +120,14 @@ class SimDevice final : public Device, public CopyEngine {
 
   Status fail(Status s, std::string message) const;
   // First fit in the free address ranges: the lowest start with room, or 0 if none.
-  DevicePtr take_range_locked(std::size_t size);
+  DevicePtr take_range_locked(Bytes size);
   // Calls fn(memory, length) for each piece of [ptr, ptr + bytes) in turn, each inside
   // one live allocation or VMM mapping (a range may cross back-to-back mappings). Contents
   // are created (zeroed) on first use: the simulator holds bytes only where copies go.
   // False, with nothing done, if some byte is not backed.
   template <class F>
-  bool for_each_piece_locked(DevicePtr ptr, std::size_t bytes, F&& fn);
-  unsigned char* backing_locked(DevicePtr base, std::size_t len);
+  bool for_each_piece_locked(DevicePtr ptr, Bytes bytes, F&& fn);
+  unsigned char* backing_locked(DevicePtr base, Bytes len);
   // A stream whose new work cannot complete now: held, or waiting for a pending event.
   bool blocked_locked(StreamId stream);
   // Whether new work on the stream must wait: held, waiting for an event, or behind copies
@@ -135,7 +135,7 @@ class SimDevice final : public Device, public CopyEngine {
   bool queued_behind_locked(StreamId stream);
   // A copy or fill: `move` walks its device ranges and says whether they were all backed.
   template <class Move>
-  Status copy_locked(StreamId stream, std::initializer_list<std::pair<DevicePtr, std::size_t>> ranges, Move&& move);
+  Status copy_locked(StreamId stream, std::initializer_list<std::pair<DevicePtr, Bytes>> ranges, Move&& move);
   void run_copies_locked(StreamId stream);
   bool event_pending_locked(EventId event) const;
   // Completes the stream's work (and first the work it waits for), then whatever that
@@ -147,20 +147,20 @@ class SimDevice final : public Device, public CopyEngine {
   // kError, counted, when a capture is underway on this device: the driver refuses the call.
   Status refuse_during_capture_locked(const char* what);
   // Whether a malloc or page map of `size` fails by fault injection (fail_next_mallocs).
-  bool injected_failure_locked(std::size_t size);
+  bool injected_failure_locked(Bytes size);
 
   const int index_;
-  const std::size_t capacity_;
+  const Bytes capacity_;
   const DevicePtr base_;
   mutable std::mutex mu_;
-  std::size_t used_ = 0;
-  std::map<DevicePtr, std::size_t> free_ranges_;  // address -> length, coalesced
-  std::unordered_map<DevicePtr, std::size_t> live_;
+  Bytes used_ = 0;
+  std::map<DevicePtr, Bytes> free_ranges_;  // address -> length, coalesced
+  std::unordered_map<DevicePtr, Bytes> live_;
   std::unordered_map<DevicePtr, std::vector<unsigned char>> contents_;  // by allocation base
-  std::unordered_map<DevicePtr, std::size_t> reservations_;  // address ranges (no memory)
-  std::unordered_map<std::uint64_t, std::pair<DevicePtr, std::size_t>> mappings_;  // handle -> range
+  std::unordered_map<DevicePtr, Bytes> reservations_;  // address ranges (no memory)
+  std::unordered_map<std::uint64_t, std::pair<DevicePtr, Bytes>> mappings_;  // handle -> range
   std::uint64_t next_handle_ = 1;
-  std::size_t mapped_ = 0;
+  Bytes mapped_ = 0;
   std::set<StreamId> streams_;
   std::set<StreamId> held_streams_;
   std::unordered_map<EventId, Event> events_;
@@ -170,12 +170,12 @@ class SimDevice final : public Device, public CopyEngine {
   std::uint64_t next_stream_ = 1;
   std::uint64_t next_event_ = 1;
   int fail_mallocs_ = 0;
-  std::size_t fail_after_bytes_ = 0;
+  Bytes fail_after_bytes_ = 0;
   int fail_event_queries_ = 0;
   int fail_host_allocs_ = 0;
   std::unordered_map<StreamId, std::uint64_t> capturing_;  // stream -> capture id
-  std::size_t capture_violations_ = 0;
-  std::size_t event_calls_ = 0;
+  Bytes capture_violations_ = 0;
+  Bytes event_calls_ = 0;
 };
 
 class SimPlatform final : public Platform {

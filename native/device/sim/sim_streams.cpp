@@ -322,7 +322,7 @@ void SimDevice::fail_next_event_queries(int n) {
   fail_event_queries_ = n < 0 ? 0 : n;
 }
 
-std::size_t SimDevice::pending_events() const {
+Bytes SimDevice::pending_events() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::size_t n = 0;
   for (const auto& [id, ev] : events_) n += ev.pending ? 1 : 0;
@@ -362,12 +362,12 @@ void SimDevice::end_capture_status(StreamId stream) {
   capturing_.erase(stream);
 }
 
-std::size_t SimDevice::capture_violations() const {
+Bytes SimDevice::capture_violations() const {
   std::lock_guard<std::mutex> lock(mu_);
   return capture_violations_;
 }
 
-std::size_t SimDevice::event_calls() const {
+Bytes SimDevice::event_calls() const {
   std::lock_guard<std::mutex> lock(mu_);
   return event_calls_;
 }
