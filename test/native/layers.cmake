@@ -8,13 +8,14 @@
 #   compute <- runtime, interop, binding
 #   runtime <- interop, binding
 #   interop <- binding; these two alone include the public C header, include/cca.h
+#   wasm: common, device (not device/cuda/), state, policy; nothing includes it
 # The libraries link the same way (CMakeLists.txt), so a call upward does not link either.
 cmake_minimum_required(VERSION 3.15)
 get_filename_component(native "${CMAKE_CURRENT_LIST_DIR}/../../native" ABSOLUTE)
 
 # Each folder and its layer, the most specific folder first (device/cuda/ before device/).
 set(layer_folders ../include/=public-header common/=common device/cuda/=device-cuda device/=device allocator/state/=state
-    allocator/policy/=policy host/=host compute/=compute runtime/=runtime interop/=interop binding/=binding)
+    allocator/policy/=policy wasm/=wasm host/=host compute/=compute runtime/=runtime interop/=interop binding/=binding)
 
 function(layer_of path out)
   file(RELATIVE_PATH rel "${native}" "${path}")
@@ -40,6 +41,7 @@ set(allowed_host common device host)
 set(allowed_compute common device state policy host compute)
 set(allowed_runtime common device state policy host compute runtime)
 set(allowed_interop common device state policy host compute runtime interop public-header)
+set(allowed_wasm common device state policy wasm)
 set(allowed_binding common device state policy host compute runtime interop binding public-header)
 
 file(GLOB_RECURSE files "${native}/*.h" "${native}/*.cpp")

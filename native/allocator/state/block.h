@@ -12,7 +12,7 @@
 
 namespace cca {
 
-struct BlockPool;
+class BlockPool;
 struct Segment;
 
 enum class BlockState : std::uint8_t {
