@@ -78,7 +78,7 @@
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { inferInitialLive, releasingAction, segmentDelta } from '../analysis/timeline.js';
 import { releasesInOrder, settingsOf, startsCacheRelease } from './reading.js';
-import { settingsDict, sizePolicy } from './driver.js';
+import { settingsDict, sizePolicy } from './engine.js';
 import { rangeHolding } from '../analysis/ranges.js';
 import { SMALL_SEGMENT, SMALL_SIZE } from './start.js';
 import { poolKey } from '../snapshot/pool-id.js';

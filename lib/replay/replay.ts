@@ -16,7 +16,8 @@ import { compareSegmentEvents, releasesInOrder, startsCacheRelease } from './rea
 import type { ReplayOptions, ReplayReport, ReplaySide } from './report.js';
 import { readRecording, type Recording } from './recording.js';
 import { searchReadings } from './search.js';
-import { checkSettings, SimDriver } from './driver.js';
+import { SimDriver } from './driver.js';
+import { replayEngine } from './engine.js';
 import { DECIDE, FAIL, FREE_IN_REQUEST, Releases } from './releases.js';
 import { Divergence } from './divergence.js';
 import { rebuildStart } from './start.js';
@@ -30,7 +31,7 @@ import { poolKey } from '../snapshot/pool-id.js';
  */
 export function replayOnSim(snapshot: Snapshot, options?: ReplayOptions): ReplayReport {
   const given = snapshotArg(snapshot);
-  options = checkOptions<ReplayOptions>('replay options', options, ['device', 'capacityBytes', 'settings', 'onProgress']);
+  options = checkOptions<ReplayOptions>('replay options', options, ['device', 'capacityBytes', 'settings', 'onProgress', 'engine']);
   const device = options.device === undefined ? 0 : deviceArg(options.device, 'options.device');
   return replayRecording(readRecording(given, device), options).report;
 }
@@ -51,8 +52,9 @@ function replayOnce(rec: Recording, options: ReplayOptions): ReplayReport {
     : checkInteger('options.capacityBytes', options.capacityBytes, 1, 2 ** 40);
   const settings = options.settings === undefined ? rec.settings : checkString('options.settings', options.settings);
   const onProgress = functionArg(options.onProgress, 'options.onProgress') as ReplayOptions['onProgress'];
-  checkSettings(settings);
-  const driver = new SimDriver(capacityBytes, settings, rec.slots, rec.streams);
+  const engine = replayEngine(options.engine);
+  engine.checkSettings(settings);
+  const driver = new SimDriver(engine, capacityBytes, settings, rec.slots, rec.streams);
   try {
     return replayOn(driver, rec, settings, capacityBytes, onProgress);
   } finally {

@@ -1,6 +1,7 @@
 // What a replay reports: both sides' reserved memory, where they first parted and why, and
 // how the history's start and its releases were read.
 import type { SegmentEventComparison } from './reading.js';
+import type { EngineName } from './engine.js';
 
 export interface ReplaySide {
   /** Reserved bytes when the history begins (ours: after the inferred live set is allocated). */
@@ -79,4 +80,7 @@ export interface ReplayOptions {
   settings?: string;
   /** Called every `every` entries with (done, total). */
   onProgress?: (done: number, total: number) => void;
+  /** Which allocator replays: the native addon's simulated device, or the same C++ compiled to
+   *  WebAssembly. Default: native where the addon loads, else wasm. The reports are equal. */
+  engine?: EngineName;
 }

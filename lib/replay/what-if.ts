@@ -15,7 +15,7 @@ import type { Snapshot } from '../snapshot/types.js';
 import { checkInteger, checkOptions, checkString, typeError } from '../validate.js';
 import { deviceArg, snapshotArg } from '../analysis/args.js';
 import type { ReplayReport } from './report.js';
-import { checkSettings } from './driver.js';
+import { checkSettings } from './engine.js';
 import { readRecording, type Recording } from './recording.js';
 import { toTransfer, type RecordingTransfer } from './recording-transfer.js';
 

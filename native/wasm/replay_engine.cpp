@@ -28,8 +28,10 @@
 namespace cca::wasm {
 namespace {
 
-// What a call's status says; lib/replay/wasm-driver.ts maps each to its error class.
-enum Outcome : int { kOk = 0, kOutOfMemory = 1, kArgument = 2, kPointer = 3, kDevice = 4, kOther = 5 };
+// A call's status: 0, or 1 + the ErrorKind of what it threw (lib/replay/wasm-port.ts names
+// them with the kinds' names, as the binding's errors do).
+constexpr int kOk = 0;
+int status_of(ErrorKind kind) { return 1 + static_cast<int>(kind); }
 
 struct Engine {
   std::unique_ptr<SimDevice> device;
@@ -69,20 +71,15 @@ int guarded(F&& f) {
 #define CCA_OOM_PUT(member, js_name) put(i++, num(e.info().member));
     CCA_OOM_FIELDS(CCA_OOM_PUT)
 #undef CCA_OOM_PUT
-    return kOutOfMemory;
+    return status_of(e.kind());
   } catch (const AllocatorError& e) {
     g_code = e.code();
     g_message = e.what();
-    switch (e.kind()) {
-      case ErrorKind::kArgument: return kArgument;
-      case ErrorKind::kPointer: return kPointer;
-      case ErrorKind::kDevice: return kDevice;
-      default: return kOther;
-    }
+    return status_of(e.kind());
   } catch (const std::exception& e) {
     g_code = "ERR_CCA_INTERNAL";
     g_message = e.what();
-    return kOther;
+    return status_of(ErrorKind::kAllocator);
   }
 }
 
@@ -368,6 +365,16 @@ EMSCRIPTEN_KEEPALIVE int cca_history() {
   });
 }
 
+// The error kinds' names, in ErrorKind's order (a status is 1 + one), one per line in cca_text.
+EMSCRIPTEN_KEEPALIVE int cca_error_kinds() {
+  return guarded([] {
+    g_text.clear();
+#define CCA_KIND_NAME(e, name) g_text += g_text.empty() ? name : "\n" name;
+    CCA_ERROR_KINDS(CCA_KIND_NAME)
+#undef CCA_KIND_NAME
+  });
+}
+
 // The history actions' names, in TraceAction's order (cca_history's action numbers), one
 // per line in cca_text.
 EMSCRIPTEN_KEEPALIVE int cca_action_names() {
@@ -377,6 +384,17 @@ EMSCRIPTEN_KEEPALIVE int cca_action_names() {
       if (a > 0) g_text += '\n';
       g_text += trace_action_name(static_cast<TraceAction>(a));
     }
+  });
+}
+
+// The JS names of an out-of-memory error's numbers, in the order a failed call leaves them
+// in the scratch array, one per line in cca_text.
+EMSCRIPTEN_KEEPALIVE int cca_oom_fields() {
+  return guarded([] {
+    g_text.clear();
+#define CCA_OOM_NAME(member, js_name) g_text += g_text.empty() ? js_name : "\n" js_name;
+    CCA_OOM_FIELDS(CCA_OOM_NAME)
+#undef CCA_OOM_NAME
   });
 }
 

@@ -7,6 +7,7 @@ import { renderTrace } from '../../lib/cli/format-snapshot.js';
 import { native } from '../../lib/native.js';
 import { capture } from '../../lib/history/record.js';
 import { MiB, expectValid, freshParityState, freshSim, restoreParityState } from '../support/helpers.js';
+import { replayOnBoth } from '../support/replay.js';
 
 beforeEach(freshParityState);
 afterEach(restoreParityState);
@@ -218,7 +219,7 @@ describe('_annotate_memory', () => {
     a.free();
     const snap = memory._snapshot();
     memory._record_memory_history(null);
-    const report = analysis.replayOnSim(snap);
+    const report = replayOnBoth(snap);
     expect(report.firstDivergence).toBeNull();
     expect(renderTrace(snap, { device: 0, limit: 100, skip: 0 })).toMatch(/annotate .*\[saved for backward\].*packForBackward/);
   });

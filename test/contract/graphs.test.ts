@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadSnapshot } from '../../lib/index.js';
 import { replayOnSim } from '../../lib/replay/replay.js';
-import { expectExact } from '../support/replay.js';
+import { expectExact, replayOnBoth } from '../support/replay.js';
 
 const FAKE = fileURLToPath(new URL('../../build-tests/libfakecuda.so', import.meta.url));
 const ENTRY = new URL('../../dist/index.js', import.meta.url).href;
@@ -285,7 +285,7 @@ describe.skipIf(!ready)('a history with graph pools', () => {
     // Both kinds: the graphs' own pools (n, 0) and the shared handle's (0, n).
     expect(pooled.some((e) => e.pool_id![0] !== 0)).toBe(true);
     expect(pooled.some((e) => e.pool_id![1] !== 0)).toBe(true);
-    expectExact({ report: replayOnSim(snap) } as never);
+    expectExact({ report: replayOnBoth(snap) } as never);
   });
 });
 

@@ -3,6 +3,25 @@
 import { expect } from 'vitest';
 import { CudaOutOfMemoryError, analysis, cuda, memory, type DeviceBuffer } from '../../lib/index.js';
 import type { Snapshot } from '../../lib/snapshot/types.js';
+import { wasmEnginePath } from '../../lib/replay/wasm-engine.js';
+
+/**
+ * Whether the wasm engine is built here. Without emscripten it is not, and the engines'
+ * comparisons below are left out (the wasm tests say so); CI installs emscripten and sets
+ * CCA_REQUIRE_WASM=1, so there a missing engine fails instead.
+ */
+export const wasmBuilt = ((): boolean => {
+  const built = wasmEnginePath() !== null;
+  if (!built && process.env.CCA_REQUIRE_WASM === '1') throw new Error('CCA_REQUIRE_WASM=1 but dist/wasm/cca-engine.cjs is not built');
+  return built;
+})();
+
+/** Replays on the native engine and, where it is built, on the wasm one too: the reports must be equal. */
+export function replayOnBoth(snap: Snapshot, options: Parameters<typeof analysis.replayOnSim>[1] = {}) {
+  const report = analysis.replayOnSim(snap, { ...options, engine: 'native' });
+  if (wasmBuilt) expect(analysis.replayOnSim(snap, { ...options, engine: 'wasm' })).toEqual(report);
+  return report;
+}
 
 export interface Recording {
   capacity?: number;
@@ -24,7 +43,7 @@ export function recordAndReplay(r: Recording, edit?: (s: Snapshot) => void) {
   for (const b of [...before, ...kept]) if (!b.disposed) b.free();
   memory._set_allocator_settings('');
   edit?.(snap);
-  return { snap, report: analysis.replayOnSim(snap) };
+  return { snap, report: replayOnBoth(snap) };
 }
 
 export function expectExact({ report }: ReturnType<typeof recordAndReplay>): void {

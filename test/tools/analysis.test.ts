@@ -14,6 +14,7 @@ import { timeline } from '../../lib/analysis/timeline.js';
 import { summarize } from '../../lib/analysis/summary.js';
 import type { Snapshot } from '../../lib/snapshot/types.js';
 import { writeSnapshotFile } from '../../lib/snapshot/dump.js';
+import { replayOnBoth } from '../support/replay.js';
 import { KiB, MiB, freshSim } from '../support/helpers.js';
 import { tempDir } from '../support/temp-dir.js';
 
@@ -236,7 +237,7 @@ describe('replay', () => {
       const snap = workload();
       memory._record_memory_history(null);
       memory._set_allocator_settings('');
-      const r = replayOnSim(snap);
+      const r = replayOnBoth(snap);
       expect(r.settings).toBe(settings);
       expect(r.initialLive.count).toBe(0);
       expect(r.unknownFrees).toBe(0);
@@ -254,7 +255,7 @@ describe('replay', () => {
     const snap = workload();
     memory._record_memory_history(null);
     // Rounded to half powers of two, the 12 MiB + 4 KiB requests take bigger segments than recorded.
-    const r = replayOnSim(snap, { settings: 'roundup_power2_divisions:2' });
+    const r = replayOnBoth(snap, { settings: 'roundup_power2_divisions:2' });
     expect(r.firstDivergence).not.toBeNull();
     const f = r.firstDivergence!;
     expect(snap.device_traces[0]![f.index]!.action).toBe(f.action);
@@ -277,7 +278,7 @@ describe('replay', () => {
     memory._record_memory_history(null);
     warm.free();
     fresh.free();
-    const r = replayOnSim(snap, { capacityBytes: 40 * MiB });
+    const r = replayOnBoth(snap, { capacityBytes: 40 * MiB });
     expect(r.initialLive).toEqual({ count: 2, bytes: 5 * MiB + 3000 });
     expect(r.oom).toMatchObject({ index: 3, size: 64 * MiB });
     expect(r.oom!.message).toContain('Tried to allocate 64.00 MiB');
@@ -292,7 +293,7 @@ describe('replay', () => {
   });
 
   it('replays PyTorch\'s fixture from its inferred starting state', () => {
-    const r = replayOnSim(loadSnapshot(FIXTURE));
+    const r = replayOnBoth(loadSnapshot(FIXTURE));
     expect(r.entries).toBe(6111);
     expect(r.allocs).toBe(2037);
     expect(r.frees).toBe(2037);

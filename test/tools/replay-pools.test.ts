@@ -11,7 +11,7 @@ import { readRecording } from '../../lib/replay/recording.js';
 import { replayRecording } from '../../lib/replay/replay.js';
 import type { Snapshot } from '../../lib/snapshot/types.js';
 import { MiB } from '../support/helpers.js';
-import { expectExact, recordAndReplay, rng, tryAlloc } from '../support/replay.js';
+import { expectExact, recordAndReplay, replayOnBoth, rng, tryAlloc } from '../support/replay.js';
 
 const STREAMS_FIXTURE = fileURLToPath(new URL('../fixtures/pytorch-h100-streams.pickle', import.meta.url));
 
@@ -86,7 +86,7 @@ describe('replay reads private pools from a trace that names none', () => {
     // Entries 916-1011: the pool's 32 segments and 64 allocations; 1461-1492: its end.
     const pooled = inferred.trace.flatMap((e, i) => (e.pool_id ? [i] : []));
     expect(pooled).toEqual([...Array.from({ length: 96 }, (_, k) => 916 + k), ...Array.from({ length: 32 }, (_, k) => 1461 + k)]);
-    const report = analysis.replayOnSim(snap);
+    const report = replayOnBoth(snap);
     expectExact({ snap, report });
     expect(report.recorded).toEqual(report.ours);
     expect(report.inferredPools).toEqual({ pools: 1, allocs: 64 });
@@ -149,7 +149,7 @@ describe('replay reads private pools from a trace that names none', () => {
     other.release();
     pool.release();
     stripPoolIds(snap);
-    const report = analysis.replayOnSim(snap);
+    const report = replayOnBoth(snap);
     expect(report.inferredPools).not.toBeNull();
     // In the default pools a's block would have served it, and the OOM would not happen.
     expect(report.ooms).toEqual({ recorded: 1, reproduced: 1, notReproducedAt: [] });
@@ -214,7 +214,7 @@ describe('replay reads private pools from a trace that names none', () => {
     expect(inFirst).toBeDefined();
     expect(inSecond).toBeDefined();
     expect(inSecond).not.toEqual(inFirst);
-    expectExact({ snap, report: analysis.replayOnSim(snap) });
+    expectExact({ snap, report: replayOnBoth(snap) });
   });
 
   it('reads no pool into a history that shows none, though every cache release follows a free inside it', () => {
@@ -230,7 +230,7 @@ describe('replay reads private pools from a trace that names none', () => {
     kept.free();
     stripPoolIds(snap);
     expect(inferPrivatePools(snap, 0)).toBeNull();
-    const report = analysis.replayOnSim(snap);
+    const report = replayOnBoth(snap);
     expect(report.inferredPools).toBeNull();
     expectExact({ snap, report });
   });
