@@ -1,17 +1,19 @@
-// The allocator's options table (native/allocator/policy/options.h), read from the addon: the one
-// description of every option, used here to write a settings dict (PyTorch's
-// allocator_settings, as a snapshot carries it) back as the config string that gives it.
+// The allocator's options table (native/allocator/policy/options.h), read from a replay engine
+// (the addon, or its wasm build where it cannot load): the one description of every option,
+// used here to write a settings dict (PyTorch's allocator_settings, as a snapshot carries it)
+// back as the config string that gives it.
 import { isDeepStrictEqual } from 'node:util';
 import type { AllocatorOptionRow } from '../binding.js';
-import { native } from './native.js';
 
 const MiB = 2 ** 20;
-let rows: AllocatorOptionRow[] | undefined;
 
-/** The options table's rows, in order. */
-function allocatorOptions(): readonly AllocatorOptionRow[] {
-  return (rows ??= native.allocatorOptions());
+/** Where the table and the defaults come from (a ReplayEngine is one). */
+export interface OptionsSource {
+  options(): AllocatorOptionRow[];
+  settingsDict(settings: string): Record<string, unknown>;
 }
+
+const tables = new WeakMap<OptionsSource, { rows: AllocatorOptionRow[]; defaults: Record<string, unknown> }>();
 
 /** `value` as a config string writes it for `row`, or undefined if it is not such a value. */
 function valueText(row: AllocatorOptionRow, value: unknown): string | undefined {
@@ -36,10 +38,12 @@ function valueText(row: AllocatorOptionRow, value: unknown): string | undefined 
  * default, as `key:value`, in the table's order ('' when all are defaults). Entries the
  * dict does not have, or whose values are of the wrong type, are left at their defaults.
  */
-export function configFromSettings(settings: Record<string, unknown>): string {
-  const defaults = native.allocatorSettings('');
+export function configFromSettings(settings: Record<string, unknown>, source: OptionsSource): string {
+  let table = tables.get(source);
+  if (table === undefined) tables.set(source, (table = { rows: source.options(), defaults: source.settingsDict('') }));
+  const { rows, defaults } = table;
   const parts: string[] = [];
-  for (const row of allocatorOptions()) {
+  for (const row of rows) {
     if (row.setting === null || !(row.setting in settings)) continue;
     const value = settings[row.setting];
     if (isDeepStrictEqual(value, defaults[row.setting])) continue;

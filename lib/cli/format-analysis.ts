@@ -101,13 +101,13 @@ function startText(st: ReplayReport['start']): string {
     (st.lostSegmentAlloc ? '; the ring began inside a request, after its segment_alloc: that segment counts as made by the first entry' : '');
 }
 
-export function renderReplay(file: string, r: ReplayReport): string {
+export function renderReplay(file: string, r: ReplayReport, engine: string): string {
   const side = (label: string, x: ReplayReport['recorded']) =>
     `  ${label.padEnd(9)} start ${humanBytes(x.startReserved).padStart(11)}  peak ${humanBytes(x.peakReserved).padStart(11)}  ` +
     `end ${humanBytes(x.endReserved).padStart(11)}  segments +${x.segmentGrowths} -${x.segmentShrinks}`;
   const out = [
     `${file}: device ${r.device}, ${r.entries} entries replayed on a simulated ${humanBytes(r.capacityBytes)} device ` +
-      `with settings '${r.settings || '(defaults)'}'`,
+      `with settings '${r.settings || '(defaults)'}' (${engine} engine)`,
     `  ${r.allocs} allocs, ${r.frees} frees; ${r.initialLive.count} allocations (${humanBytes(r.initialLive.bytes)}) ` +
       `were live when the history began${startText(r.start)}`,
     'reserved memory:',
@@ -167,7 +167,7 @@ export function renderWhatIf(file: string, r: WhatIfReport): string {
   const line = (row: string[]) => row.map((v, c) => (c === 0 ? v.padEnd(widths[c]!) : v.padStart(widths[c]!))).join('  ').trimEnd();
   return [
     `${file}: device ${r.device}, ${r.entries} entries, each setting replayed on a simulated ${humanBytes(r.capacityBytes)} device ` +
-      `(${r.workers} threads, ${(r.ms / 1000).toFixed(2)} s in all)`,
+      `(${r.engine} engine, ${r.workers} threads, ${(r.ms / 1000).toFixed(2)} s in all)`,
     line(head), ...rows.map(line),
     'OOMs: of the recorded out-of-memory errors, how many happen under the setting too; "stops at" means an allocation',
     'the program made does not fit under it.',

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The `cca` command line.
-import { Command, InvalidArgumentError as CliArgumentError } from 'commander';
+import { Command, Option, InvalidArgumentError as CliArgumentError } from 'commander';
 import { runDemo } from '../demo.js';
 import { DEFAULT_MAX_SNAPSHOT_BYTES, loadSnapshot, parseSnapshot } from '../snapshot/load.js';
 import { readStandardInput } from '../files.js';
@@ -15,6 +15,7 @@ import { findLeaks } from '../analysis/leaks.js';
 import { replayOnSim } from '../replay/replay.js';
 import { renderDiff, renderFragmentation, renderLeaks, renderReplay, renderWhatIf } from './format-analysis.js';
 import { whatIf } from '../replay/what-if.js';
+import { ENGINE_NAMES, replayEngine, type EngineName } from '../replay/engine.js';
 import cliProgress from 'cli-progress';
 import { basename } from 'node:path';
 import { viewerHtml } from '../viewer/html.js';
@@ -145,14 +146,18 @@ program
   .option('--capacity-mb <n>', 'simulated device memory in MiB (default 256 GiB: only the policy limits growth)', integer('--capacity-mb', 1))
   .option('--settings <conf>', 'allocator settings, PYTORCH_CUDA_ALLOC_CONF syntax (default: the snapshot\'s); with --what-if, tried besides the standard set')
   .option('--what-if', 'replay under the recorded settings and the usual remedies, in parallel, and tabulate peak, fragmentation and OOMs')
+  .addOption(new Option('--engine <name>', 'the allocator that replays: the native addon, or its WebAssembly build (default: native where the addon loads, else wasm; the reports are equal)')
+    .choices(ENGINE_NAMES as string[]))
   .option('--json', 'print the report as JSON')
-  .action(async (file: string, opts: { device: number; capacityMb?: number; settings?: string; whatIf?: boolean; json?: boolean }) => {
+  .action(async (file: string, opts: { device: number; capacityMb?: number; settings?: string; whatIf?: boolean; json?: boolean; engine?: EngineName }) => {
+    const engine = replayEngine(opts.engine).name;
     if (opts.whatIf) {
       const report = await whatIf(file, {
         maxBytes: program.opts<{ maxBytes?: number }>().maxBytes,
         device: opts.device,
         capacityBytes: opts.capacityMb === undefined ? undefined : opts.capacityMb * 2 ** 20,
         settings: opts.settings === undefined ? [] : [opts.settings],
+        engine,
       });
       process.stdout.write(opts.json ? json(report) : renderWhatIf(file, report));
       return;
@@ -170,11 +175,12 @@ program
         capacityBytes: opts.capacityMb === undefined ? undefined : opts.capacityMb * 2 ** 20,
         settings: opts.settings,
         onProgress: bar ? (done) => bar.update(done) : undefined,
+        engine,
       });
     } finally {
       bar?.stop();
     }
-    process.stdout.write(opts.json ? json(r) : renderReplay(file, r));
+    process.stdout.write(opts.json ? json(r) : renderReplay(file, r, engine));
   });
 
 program

@@ -4,6 +4,7 @@
 // does not depend on which ran it (test/tools/replay-engines.test.ts replays every fixture on
 // both). Replay uses the addon when it loads and the wasm engine otherwise; `engine` chooses.
 import type { TraceEntry } from '../snapshot/types.js';
+import type { AllocatorOptionRow } from '../../binding.js';
 import { InvalidArgumentError } from '../errors.js';
 import { nativeStatus } from '../native.js';
 import { nativeEngine } from './native-engine.js';
@@ -77,6 +78,8 @@ export interface ReplayEngine {
   settingsDict(settings: string): Record<string, unknown>;
   /** Refuses a bad config string with the parser's coded error. */
   checkSettings(settings: string): void;
+  /** The options table's rows, in order (native/allocator/policy/options.h). */
+  options(): AllocatorOptionRow[];
   /** A fresh simulated device of `capacityBytes` under `settings` (the native engine refuses
    *  while the caller's runtime has memory allocated: replay replaces it). */
   open(capacityBytes: number, settings: string): EnginePort;

@@ -68,5 +68,6 @@ export const nativeEngine: ReplayEngine = {
   sizePolicy: (settings, size) => native.sizePolicy(settings, size),
   settingsDict: (settings) => native.allocatorSettings(settings),
   checkSettings: (settings) => native.checkAllocatorSettings(settings),
+  options: () => native.allocatorOptions(),
   open,
 };

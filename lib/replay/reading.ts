@@ -34,6 +34,7 @@
 // not its release (releases.ts, poolEndAt).
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 import { configFromSettings } from '../allocator-options.js';
+import { replayEngine } from './engine.js';
 import { humanBytes } from '../format.js';
 import { snapshotArg } from '../analysis/args.js';
 import { segmentDelta } from '../analysis/timeline.js';
@@ -50,7 +51,7 @@ export function settingsOf(snapshot: Snapshot): string {
   if (typeof a.PYTORCH_CUDA_ALLOC_CONF === 'string' && a.PYTORCH_CUDA_ALLOC_CONF.trim() !== '') {
     return a.PYTORCH_CUDA_ALLOC_CONF.trim();
   }
-  return configFromSettings(a);
+  return configFromSettings(a, replayEngine());
 }
 
 /**

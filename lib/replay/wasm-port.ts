@@ -7,6 +7,7 @@
 import { errorFromNative, InvalidArgumentError } from '../errors.js';
 import type { TraceAction, TraceEntry } from '../snapshot/types.js';
 import type { EnginePort, MallocPlan, ReplayEngine } from './engine.js';
+import type { AllocatorOptionRow } from '../../binding.js';
 
 /** The emscripten module's exports that the port calls (native/wasm/replay_engine.cpp). */
 export interface CcaModule {
@@ -24,6 +25,7 @@ export interface CcaModule {
   _cca_engine_destroy(): void;
   _cca_check_settings(settings: number): number;
   _cca_settings_json(settings: number): number;
+  _cca_options_json(): number;
   _cca_size_policy(settings: number, size: number): number;
   _cca_stream_create(): number;
   _cca_stream_destroy(stream: number): number;
@@ -200,6 +202,10 @@ export function wasmEngineOf(load: () => CcaModule): ReplayEngine {
     settingsDict: (settings) => {
       const c = get();
       return JSON.parse(c.withString(settings, (p) => c.text(c.m._cca_settings_json(p)))) as Record<string, unknown>;
+    },
+    options: () => {
+      const c = get();
+      return JSON.parse(c.text(c.m._cca_options_json())) as AllocatorOptionRow[];
     },
     checkSettings: (settings) => {
       const c = get();

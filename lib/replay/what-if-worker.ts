@@ -1,5 +1,6 @@
-// One what-if worker thread: takes simulated devices of its own at once (so the other
-// workers' replays and the main thread's runtime are untouched), then for each job rebuilds
+// One what-if worker thread: on the native engine it takes simulated devices of its own first
+// (so the other workers' replays and the main thread's runtime are untouched; the wasm engine
+// is a module of this thread's own anyway), then for each job rebuilds
 // the recording the caller posted, replays it under each of the settings it is given, and
 // answers with the reports, their times and the pool reading each was made on. A null job
 // ends it.
@@ -9,12 +10,7 @@ import { replayRecording } from './replay.js';
 import { fromTransfer } from './recording-transfer.js';
 import type { WhatIfJob, WorkerAnswer } from './what-if.js';
 
-let ready: Error | null = null;
-try {
-  cuda.sim.isolate();
-} catch (e) {
-  ready = e as Error;
-}
+let isolated = false;
 
 parentPort!.on('message', (job: WhatIfJob | null) => {
   if (job === null) {
@@ -22,12 +18,15 @@ parentPort!.on('message', (job: WhatIfJob | null) => {
     return;
   }
   try {
-    if (ready) throw ready;
+    if (job.engine === 'native' && !isolated) {
+      cuda.sim.isolate();
+      isolated = true;
+    }
     const rec = fromTransfer(job.recording);
     const results: WorkerAnswer = [];
     for (const settings of job.settings) {
       const t0 = performance.now();
-      const { report, rec: chosen } = replayRecording(rec, { capacityBytes: job.capacityBytes, settings }, job.search);
+      const { report, rec: chosen } = replayRecording(rec, { capacityBytes: job.capacityBytes, settings, engine: job.engine }, job.search);
       results.push({ settings, report, ms: performance.now() - t0, forced: chosen.forced });
     }
     parentPort!.postMessage({ results });

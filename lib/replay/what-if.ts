@@ -15,7 +15,7 @@ import type { Snapshot } from '../snapshot/types.js';
 import { checkInteger, checkOptions, checkString, typeError } from '../validate.js';
 import { deviceArg, snapshotArg } from '../analysis/args.js';
 import type { ReplayReport } from './report.js';
-import { checkSettings } from './engine.js';
+import { replayEngine, type EngineName } from './engine.js';
 import { readRecording, type Recording } from './recording.js';
 import { toTransfer, type RecordingTransfer } from './recording-transfer.js';
 
@@ -38,6 +38,8 @@ export interface WhatIfOptions {
   workers?: number;
   /** With a file path: refuse files larger than this (loadSnapshot's limit, default 2 GiB). */
   maxBytes?: number;
+  /** Which allocator replays (ReplayOptions.engine): default native where the addon loads, else wasm. */
+  engine?: EngineName;
 }
 
 export interface WhatIfRow {
@@ -61,6 +63,8 @@ export interface WhatIfRow {
 
 export interface WhatIfReport {
   device: number;
+  /** The engine the replays ran on. */
+  engine: EngineName;
   capacityBytes: number;
   entries: number;
   rows: WhatIfRow[];
@@ -84,6 +88,7 @@ export interface WhatIfJob {
   capacityBytes: number;
   settings: string[];
   search: boolean;
+  engine: EngineName;
 }
 
 /** @internal */
@@ -96,12 +101,13 @@ export type WorkerAnswer = { settings: string; report: ReplayReport; ms: number;
  */
 export async function whatIf(snapshot: Snapshot | string, options?: WhatIfOptions): Promise<WhatIfReport> {
   const started = performance.now();
-  const o = checkOptions<WhatIfOptions>('whatIf options', options, ['device', 'capacityBytes', 'settings', 'workers', 'maxBytes']);
+  const o = checkOptions<WhatIfOptions>('whatIf options', options, ['device', 'capacityBytes', 'settings', 'workers', 'maxBytes', 'engine']);
+  const engine = replayEngine(o.engine).name;
   const maxBytes = o.maxBytes === undefined ? undefined : checkInteger('options.maxBytes', o.maxBytes, 1, 2 ** 53 - 1);
   const device = o.device === undefined ? 0 : deviceArg(o.device, 'options.device');
   const extra = o.settings === undefined ? [] : o.settings;
   if (!Array.isArray(extra)) throw typeError('an array of settings strings', 'options.settings', extra);
-  extra.forEach((v, i) => checkSettings(checkString(`options.settings[${i}]`, v)));
+  extra.forEach((v, i) => replayEngine(engine).checkSettings(checkString(`options.settings[${i}]`, v)));
   const workersWanted = o.workers === undefined ? availableParallelism() : checkInteger('options.workers', o.workers, 1, 256);
   const given = typeof snapshot === 'string' ? null : snapshotArg(snapshot);
   const givenCapacity = o.capacityBytes === undefined ? undefined : checkInteger('options.capacityBytes', o.capacityBytes, 1, 2 ** 40);
@@ -125,7 +131,7 @@ export async function whatIf(snapshot: Snapshot | string, options?: WhatIfOption
     capacityBytes = givenCapacity ?? rec.capacity ?? 256 * 2 ** 30;
     all = [...new Set([rec.settings, ...WHAT_IF_SETTINGS, ...extra])];
     if (rec.inferred && (rec.inferred.open.length > 0 || rec.inferred.ooms.length > 0)) {
-      const [first] = await threads[0]!.run({ recording: toTransfer(rec), capacityBytes, settings: [rec.settings], search: true });
+      const [first] = await threads[0]!.run({ recording: toTransfer(rec), capacityBytes, settings: [rec.settings], search: true, engine });
       bySettings.set(rec.settings, first!);
       rec = readRecording(snap, device, new Map(first!.forced));
     }
@@ -133,14 +139,14 @@ export async function whatIf(snapshot: Snapshot | string, options?: WhatIfOption
     const shares: string[][] = Array.from({ length: Math.min(threads.length, rest.length) }, () => []);
     rest.forEach((settings, i) => shares[i % shares.length]!.push(settings));
     const recording = toTransfer(rec);
-    const results = await Promise.all(shares.map((share, k) => threads[k]!.run({ recording, capacityBytes, settings: share, search: false })));
+    const results = await Promise.all(shares.map((share, k) => threads[k]!.run({ recording, capacityBytes, settings: share, search: false, engine })));
     for (const list of results) for (const r of list) bySettings.set(r.settings, r);
   } finally {
     for (const t of threads) t.close();
   }
   const workers = Math.min(threads.length, all.length);
   return {
-    device, capacityBytes, entries: rec.trace.length, workers,
+    device, engine, capacityBytes, entries: rec.trace.length, workers,
     rows: all.map((settings) => {
       const r = bySettings.get(settings)!;
       return row(settings, settings === rec.settings, r.report, r.ms);

@@ -179,6 +179,32 @@ EMSCRIPTEN_KEEPALIVE int cca_settings_json(const char* settings) {
   return guarded([&] { g_text = settings_json(settings == nullptr ? allocator().config() : AllocatorConfig::parse(settings)); });
 }
 
+// The options table's rows (the binding's allocatorOptions) as JSON in cca_text.
+EMSCRIPTEN_KEEPALIVE int cca_options_json() {
+  return guarded([] {
+    std::string out = "[";
+    for (const OptionSpec& o : allocator_options()) {
+      if (out.size() > 1) out += ',';
+      const std::pair<const char*, const char*> fields[] = {{"key", o.key}, {"kind", option_kind_name(o.kind)},
+                                                            {"default", o.default_text}, {"valid", o.valid_text},
+                                                            {"meaning", o.meaning}, {"setting", o.setting}};
+      out += '{';
+      for (const auto& [name, value] : fields) {
+        if (out.back() != '{') out += ',';
+        append_json_string(out, name);
+        out += ':';
+        if (value == nullptr) {
+          out += "null";
+        } else {
+          append_json_string(out, value);
+        }
+      }
+      out += '}';
+    }
+    g_text = out + "]";
+  });
+}
+
 // out: the block size a request gets under `settings`, and the size of a segment made for it.
 EMSCRIPTEN_KEEPALIVE int cca_size_policy(const char* settings, double size) {
   return guarded([&] {

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { configFromSettings } from '../../lib/allocator-options.js';
+import { nativeEngine } from '../../lib/replay/native-engine.js';
 import { native } from '../../lib/native.js';
 // @ts-expect-error: a plain ES module of the scripts, without types
 import { DOC, optionsTable, withTable } from '../../scripts/gen-options-docs.mjs';
@@ -59,11 +60,11 @@ describe('the allocator options table', () => {
       'release_lock_on_cudamalloc:True,pinned_use_cuda_host_register:True,graph_capture_record_stream_reuse:True'];
     for (const config of configs) {
       const { PYTORCH_CUDA_ALLOC_CONF: _source, ...dict } = native.allocatorSettings(config);
-      const again = configFromSettings(dict);
+      const again = configFromSettings(dict, nativeEngine);
       const { PYTORCH_CUDA_ALLOC_CONF: _again, ...dictAgain } = native.allocatorSettings(again);
       expect(dictAgain, `${config} -> ${again}`).toEqual(dict);
     }
-    expect(configFromSettings({})).toBe('');
-    expect(configFromSettings({ max_split_size: -1, expandable_segments: 'yes' })).toBe('');
+    expect(configFromSettings({}, nativeEngine)).toBe('');
+    expect(configFromSettings({ max_split_size: -1, expandable_segments: 'yes' }, nativeEngine)).toBe('');
   });
 });

@@ -47,7 +47,7 @@ function runCase(bytes) {
     attempt('leaks', () => renderLeaks(findLeaks(snap), 10, 2), out);
     attempt('replay', () => {
       cuda.sim.configure();  // each replay starts from an empty runtime, as `cca replay` does
-      return renderReplay('case', replayOnSim(snap, { capacityBytes: 64 * 2 ** 30 }));
+      return renderReplay('case', replayOnSim(snap, { capacityBytes: 64 * 2 ** 30 }), 'native');
     }, out);
     attempt('viz', () => viewerHtml(snap, 'case'), out);
     for (const format of ['pickle', 'json']) {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../support/temp-dir.js';
+import { wasmBuilt } from '../support/replay.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const FIXTURE = join(ROOT, 'test', 'fixtures', 'pytorch-h100-streams.pickle');
@@ -40,8 +41,22 @@ describe.skipIf(!ready)('the package where no native addon loads', () => {
     expect(JSON.parse(readFileSync(join(out, 'x.json'), 'utf8')).device_traces[0]).toHaveLength(1494);
   });
 
-  it('says what is missing when a command needs the live allocator', () => {
-    const r = cca('replay', FIXTURE);
+  it.skipIf(!wasmBuilt)('replays and answers what-if on the wasm engine, with the native engine\'s numbers', () => {
+    const here = (...args: string[]) => spawnSync(process.execPath, [join(ROOT, 'dist', 'cli', 'main.js'), ...args], { encoding: 'utf8' });
+    const wasm = cca('replay', FIXTURE, '--json');
+    expect(wasm.status, wasm.stderr).toBe(0);
+    expect(JSON.parse(wasm.stdout)).toEqual(JSON.parse(here('replay', FIXTURE, '--json', '--engine', 'native').stdout));
+    expect(cca('replay', FIXTURE).stdout).toMatch(/\(wasm engine\)/);
+    const whatIf = cca('replay', FIXTURE, '--what-if', '--json');
+    expect(whatIf.status, whatIf.stderr).toBe(0);
+    const rows = (out: string) => (JSON.parse(out) as { rows: { ms: number }[] }).rows.map(({ ms: _, ...row }) => row);
+    const report = JSON.parse(whatIf.stdout) as { engine: string };
+    expect(report.engine).toBe('wasm');
+    expect(rows(whatIf.stdout)).toEqual(rows(here('replay', FIXTURE, '--what-if', '--json', '--engine', 'native').stdout));
+  });
+
+  it('says what is missing when asked for the native engine', () => {
+    const r = cca('replay', FIXTURE, '--engine', 'native');
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/native addon could not be loaded on linux-.*npm rebuild cuda-caching-allocator.*ERR_CCA_NATIVE_UNAVAILABLE/s);
   });

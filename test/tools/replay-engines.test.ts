@@ -81,8 +81,9 @@ describe.skipIf(!wasmBuilt)('the wasm engine on its own', () => {
     }
   });
 
-  it('answers the size rules and the settings dict as the addon does', () => {
+  it('answers the size rules, the settings dict and the options table as the addon does', () => {
     const native = replayEngine('native');
+    expect(wasmEngine.options()).toEqual(native.options());
     for (const settings of ['', 'roundup_power2_divisions:[256:1,512:2,>:8]', 'max_split_size_mb:64', 'expandable_segments:True']) {
       expect(wasmEngine.settingsDict(settings)).toEqual(native.settingsDict(settings));
       for (const size of [1, 512, MiB, MiB + 1, 7 * MiB, 300 * MiB + 3, 5 * GiB + 7]) {
