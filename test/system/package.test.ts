@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../support/temp-dir.js';
+import { wasmBuilt } from '../support/replay.js';
 import { NodeDistError, fetchNode, pinnedVersion } from '../../scripts/node-dist.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -142,15 +143,21 @@ function useIt(dir: string, path: string): void {
 
 describe('the packed package in an empty project, offline', () => {
   beforeAll(() => {
-    // prepack's two steps, less `build:ts`: other test files read dist/ while this runs, and
-    // tsc rewrites it in place. npm ci built dist/ already; the prebuild step's compile is
-    // incremental (a no-op after npm ci).
-    expect(pkg.scripts.prepack).toBe('npm run build:ts && node scripts/prebuild.mjs');
+    // prepack's steps, less `build:ts`: other test files read dist/ while this runs, and tsc
+    // rewrites it in place. npm test built dist/ and the wasm engine already; the wasm and
+    // prebuild steps are incremental (no-ops then).
+    expect(pkg.scripts.prepack).toBe('npm run build:ts && CCA_REQUIRE_WASM=1 npm run build:wasm && node scripts/prebuild.mjs');
+    if (wasmBuilt) execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-wasm.mjs')], { cwd: ROOT, stdio: 'pipe' });
     execFileSync(process.execPath, [join(ROOT, 'scripts', 'prebuild.mjs')], { cwd: ROOT, stdio: 'pipe' });
     const out = execFileSync(process.execPath, [join(NPM_BIN, 'npm-cli.js'), 'pack', '--ignore-scripts', '--pack-destination', work], {
       cwd: ROOT, env: cleanEnv(process.env.PATH!), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
     });
     tarball = join(work, out.trim().split('\n').pop()!);
+  });
+
+  it.skipIf(!wasmBuilt)('carries the wasm replay engine, one file', () => {
+    const list = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n');
+    expect(list.filter((f) => f.startsWith('package/dist/wasm/'))).toEqual(['package/dist/wasm/cca-engine.cjs']);
   });
 
   it('carries the linux-x64 and linux-arm64 prebuilds, stripped and named by prebuildify', () => {
@@ -203,6 +210,11 @@ describe('the packed package in an empty project, offline', () => {
     expect(readFileSync(join(dir, 'v.html'), 'utf8')).toMatch(/^<!doctype html>/i);
     npx(['cca', 'convert', fixture, join(dir, 'x.json')]);
     expect(JSON.parse(readFileSync(join(dir, 'x.json'), 'utf8')).device_traces[0]).toHaveLength(1494);
+    if (wasmBuilt) {
+      // Replay and what-if on the wasm engine the tarball carries.
+      expect(npx(['cca', 'replay', fixture])).toMatch(/1494 entries replayed .*\(wasm engine\)/);
+      expect(JSON.parse(npx(['cca', 'replay', fixture, '--what-if', '--json']))).toMatchObject({ engine: 'wasm', rows: expect.any(Array) });
+    }
     const run = (file: string) => execFileSync(process.execPath, [file], { cwd: dir, env: cleanEnv(bare), encoding: 'utf8', stdio: 'pipe' });
     for (const file of ['esm.mjs', 'cjs.cjs']) {
       let error = '';
