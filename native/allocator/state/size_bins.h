@@ -13,7 +13,6 @@
 // (BlockPool drops a destroyed stream's once empty). Making the heaps in lazily allocated
 // chunks of 64 saved most of that but cost ~10% on the cached pair in an A/B, so they are flat.
 #pragma once
-#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -40,8 +39,8 @@ class SizeBins {
   bool empty() const { return count_ == 0; }
   std::size_t size() const { return count_; }
 
-  // The lowest-addressed block of the smallest size >= `size`, left in place; nullptr if
-  // every binned block is smaller.
+  // The lowest-addressed block of the smallest size >= `size` (a binned size: callers ask
+  // binned() first), left in place; nullptr if every binned block is smaller.
   Block* first_at_least(Bytes size) const {
     const std::size_t bin = first_nonempty_bin(bin_of(size));
     return bin == kNumBins ? nullptr : lowest(bins_[bin]);
@@ -69,11 +68,9 @@ class SizeBins {
   };
   using Heap = std::vector<HeapEntry>;
 
-  // kNumBins for any size past the bins: a request of terabytes must not wrap to a small
-  // bin where size_t is 32 bits (WebAssembly).
-  static std::size_t bin_of(Bytes size) {
-    return size == 0 ? 0 : static_cast<std::size_t>(std::min<Bytes>((size - 1) / kMinBlockSize, kNumBins));
-  }
+  // Only binned sizes come here (BlockPool asks binned() first), so the bin fits a size_t on
+  // every target, wasm32's included.
+  static std::size_t bin_of(Bytes size) { return size == 0 ? 0 : static_cast<std::size_t>((size - 1) / kMinBlockSize); }
   // A non-empty heap's lowest-addressed block: the root, or with the root vacant the lower
   // of its children.
   static Block* lowest(const Heap& heap) {
