@@ -2,7 +2,6 @@
 // (the addon, or its wasm build where it cannot load): the one description of every option,
 // used here to write a settings dict (PyTorch's allocator_settings, as a snapshot carries it)
 // back as the config string that gives it.
-import { isDeepStrictEqual } from 'node:util';
 import type { AllocatorOptionRow } from '../binding.js';
 
 const MiB = 2 ** 20;
@@ -11,6 +10,16 @@ const MiB = 2 ** 20;
 export interface OptionsSource {
   options(): AllocatorOptionRow[];
   settingsDict(settings: string): Record<string, unknown>;
+}
+
+/** Equal as settings values are (numbers, booleans, strings, objects of them), key order aside:
+ *  no Node API, so the viewer's worker bundle takes this file as it is. */
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  return ka.length === kb.length && ka.every((k) => sameValue((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
 }
 
 const tables = new WeakMap<OptionsSource, { rows: AllocatorOptionRow[]; defaults: Record<string, unknown> }>();
@@ -46,7 +55,7 @@ export function configFromSettings(settings: Record<string, unknown>, source: Op
   for (const row of rows) {
     if (row.setting === null || !(row.setting in settings)) continue;
     const value = settings[row.setting];
-    if (isDeepStrictEqual(value, defaults[row.setting])) continue;
+    if (sameValue(value, defaults[row.setting])) continue;
     const text = valueText(row, value);
     if (text !== undefined) parts.push(`${row.key}:${text}`);
   }

@@ -188,9 +188,10 @@ program
   .argument('<file>', 'a snapshot')
   .description('write the offline viewer: one HTML file (no network) with the memory timeline, the state at any event, stacks and search')
   .option('-o, --output <file>', 'the HTML file to write (default: FILE.html beside the snapshot)')
-  .action((file: string, opts: { output?: string }) => {
+  .option('--what-if <conf>', 'open with the history replayed under these allocator settings (PYTORCH_CUDA_ALLOC_CONF syntax) in the what-if panel')
+  .action((file: string, opts: { output?: string; whatIf?: string }) => {
     const output = opts.output ?? `${file}.html`;
-    const html = viewerHtml(load(file), basename(file));
+    const html = viewerHtml(load(file), basename(file), opts.whatIf ?? null);
     const bytes = replaceFile(output, (out) => out.write(Buffer.from(html, 'utf8')));
     process.stderr.write(`wrote ${output} (${humanBytes(bytes)}); open it in a browser\n`);
   });

@@ -56,13 +56,14 @@ function replayOnce(rec: Recording, options: ReplayOptions): ReplayReport {
   engine.checkSettings(settings);
   const driver = new SimDriver(engine, capacityBytes, settings, rec.slots, rec.streams);
   try {
-    return replayOn(driver, rec, settings, capacityBytes, onProgress);
+    return replayOn(driver, rec, settings, capacityBytes, onProgress, options.series);
   } finally {
     driver.dispose();
   }
 }
 
-function replayOn(driver: SimDriver, rec: Recording, settings: string, capacityBytes: number, onProgress: ReplayOptions['onProgress']): ReplayReport {
+function replayOn(driver: SimDriver, rec: Recording, settings: string, capacityBytes: number, onProgress: ReplayOptions['onProgress'],
+  series: Float64Array | undefined): ReplayReport {
   const { trace, freeAt } = rec;
   const start = rebuildStart(rec, driver, driver.settings().expandable_segments === true);
   const oomsAlone = rec.inferred !== null && releasesInOrder(driver.settings());
@@ -126,6 +127,7 @@ function replayOn(driver: SimDriver, rec: Recording, settings: string, capacityB
     if ((e.action === 'alloc' || e.action === freeAt) && i >= releases.insideRequestUntil) {
       divergence.check(i, e.action, recordedNow, ourNow, releases.readings);
     }
+    if (series) series[i] = ourNow;
     if (onProgress && i % every === 0) onProgress(i, trace.length);
   }
   onProgress?.(trace.length, trace.length);

@@ -83,4 +83,7 @@ export interface ReplayOptions {
   /** Which allocator replays: the native addon's simulated device, or the same C++ compiled to
    *  WebAssembly. Default: native where the addon loads, else wasm. The reports are equal. */
   engine?: EngineName;
+  /** @internal Filled with our reserved bytes after each entry (the viewer draws it); the
+   *  entries after a stop are left as they were. Not for replayOnSim (its options refuse it). */
+  series?: Float64Array;
 }

@@ -15,8 +15,10 @@ import type { Snapshot } from '../snapshot/types.js';
 import { checkInteger, checkOptions, checkString, typeError } from '../validate.js';
 import { deviceArg, snapshotArg } from '../analysis/args.js';
 import type { ReplayReport } from './report.js';
+import { whatIfRow as row } from './what-if-row.js';
 import { replayEngine, type EngineName } from './engine.js';
 import { readRecording, type Recording } from './recording.js';
+import { replayRecording } from './replay.js';
 import { toTransfer, type RecordingTransfer } from './recording-transfer.js';
 
 /** Tried besides the recorded settings: PyTorch's usual remedies for fragmentation. */
@@ -42,24 +44,8 @@ export interface WhatIfOptions {
   engine?: EngineName;
 }
 
-export interface WhatIfRow {
-  /** The settings replayed ('' for the defaults). */
-  settings: string;
-  /** True for the recorded settings' row. */
-  recorded: boolean;
-  peakReserved: number;
-  endReserved: number;
-  /** Segments allocated (device mallocs) during the replay. */
-  deviceMallocs: number;
-  largestFreeAtPeak: number;
-  fragmentationAtPeak: number;
-  /** Of the recorded OOMs, how many happen under these settings too. */
-  ooms: { recorded: number; here: number };
-  /** Set when an allocation the program made does not fit under these settings: it stops there. */
-  stoppedAt: number | null;
-  /** Wall time of this replay. */
-  ms: number;
-}
+import type { WhatIfRow } from './what-if-row.js';
+export type { WhatIfRow };
 
 export interface WhatIfReport {
   device: number;
@@ -70,15 +56,6 @@ export interface WhatIfReport {
   rows: WhatIfRow[];
   workers: number;
   ms: number;
-}
-
-function row(settings: string, recorded: boolean, r: ReplayReport, ms: number): WhatIfRow {
-  return {
-    settings, recorded, peakReserved: r.ours.peakReserved, endReserved: r.ours.endReserved,
-    deviceMallocs: r.ours.segmentGrowths, largestFreeAtPeak: r.oursAtPeak.largestFreeBlock,
-    fragmentationAtPeak: r.oursAtPeak.fragmentation, ooms: { recorded: r.ooms.recorded, here: r.ooms.reproduced },
-    stoppedAt: r.oom ? r.oom.index : null, ms,
-  };
 }
 
 /** @internal What a worker is asked: `search`, decide the pool reading's open runs (one
@@ -153,6 +130,19 @@ export async function whatIf(snapshot: Snapshot | string, options?: WhatIfOption
     }),
     ms: performance.now() - started,
   };
+}
+
+/**
+ * The recording what-if replays every setting on: where a file's private pools had to be read
+ * from its releases with runs left open, the reading a replay under the recorded settings
+ * decides (as whatIf's first job does); else the recording as read. Synchronous, on this
+ * thread (the viewer embeds it for its what-if panel).
+ */
+export function decidedRecording(snap: Snapshot, device: number, capacityBytes?: number): Recording {
+  const rec = readRecording(snap, device);
+  if (!rec.inferred || (rec.inferred.open.length === 0 && rec.inferred.ooms.length === 0)) return rec;
+  const { rec: chosen } = replayRecording(rec, { capacityBytes: capacityBytes ?? rec.capacity ?? 256 * 2 ** 30, settings: rec.settings });
+  return readRecording(snap, device, new Map(chosen.forced));
 }
 
 // Built into dist/replay/ beside this file; from the sources (tests), the built copy.

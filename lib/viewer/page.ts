@@ -228,6 +228,7 @@ function main(): void {
     hi = dev.n;
     offerPoolView();
     select(-1);
+    whatIfPanel.deviceChanged();
   };
   $<HTMLInputElement>('search').oninput = (ev) => {
     const q = (ev.target as HTMLInputElement).value;
@@ -246,6 +247,7 @@ function main(): void {
   window.onresize = draw;
   offerPoolView();
   select(-1);
+  whatIfPanel(data, () => dev);
 }
 
 if (typeof document !== 'undefined') main();

@@ -16,8 +16,11 @@ import { poolTimeline, type PoolSeries } from '../../lib/analysis/pool-timeline.
 import type { Snapshot } from '../../lib/snapshot/types.js';
 import { KiB, MiB, freshSim } from '../support/helpers.js';
 import { tempDir } from '../support/temp-dir.js';
+import { wasmBuilt } from '../support/replay.js';
+import { whatIf } from '../../lib/replay/what-if.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/pytorch-resnet50-snapshot.pickle', import.meta.url));
+const H100 = fileURLToPath(new URL('../fixtures/pytorch-h100-streams.pickle', import.meta.url));
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const PAGE = fileURLToPath(new URL('../../dist/viewer/page-logic.js', import.meta.url));
 const CHROMIUM = process.env.CCA_CHROMIUM ?? '/usr/bin/chromium';
@@ -259,7 +262,7 @@ describe('viewer data and page logic', () => {
     const html = viewerHtml(snap, 'a <title>');
     expect(html).not.toMatch(/https?:\/\//);
     expect(html).not.toMatch(/<script[^>]+src=/);
-    expect(html.match(/<\/script>/g)).toHaveLength(2);
+    expect(html.match(/<\/script>/g)).toHaveLength(wasmBuilt ? 3 : 2);  // data, what-if input, page
     expect(html).toContain('<title>a &lt;title&gt;</title>');
   });
 });
@@ -284,7 +287,8 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? `the viewer in Chromium (${CHROM
       if (m.type() === 'error') errors.push(m.text());
     });
     page.on('request', (r) => {
-      if (!r.url().startsWith('file:')) requests.push(r.url());
+      // blob: is the what-if worker's source, made in the page from its own text.
+      if (!/^(file|blob):/.test(r.url())) requests.push(r.url());
     });
     await page.goto(`file://${file}`);
     return { page, errors, requests };
@@ -347,6 +351,43 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? `the viewer in Chromium (${CHROM
     expect(await page.locator('#event').textContent()).toContain(`pool (0, ${kept.id[1]})`);
     await page.selectOption('#view', 'allocated');
     expect(await page.evaluate(envelopePixels)).toBe(0);
+    expect(errors).toEqual([]);
+    expect(requests).toEqual([]);
+    await page.close();
+  });
+
+  it.skipIf(!wasmBuilt)('what-if in the page: PyTorch\'s H100 history replayed in a Web Worker, with the numbers cca replay --what-if prints', async () => {
+    const file = join(dir, 'what-if.html');
+    execFileSync(process.execPath, [CLI, 'viz', H100, '-o', file, '--what-if', 'expandable_segments:True'], { encoding: 'utf8' });
+    const cli = await whatIf(H100, { settings: ['max_split_size_mb:48'], workers: 1 });
+    const rowOf = (settings: string) => cli.rows.find((r) => r.settings === settings)!;
+    const { page, errors, requests } = await open(file);
+    const result = async (settings: string) => {
+      await page.waitForFunction(`(() => {
+        const t = document.getElementById('what-if-result').textContent;
+        return t !== '' && JSON.parse(t).settings === ${JSON.stringify(settings)};
+      })()`, undefined, { timeout: 60_000 });
+      return JSON.parse((await page.locator('#what-if-result').textContent())!) as { settings: string; peakReservedBytes: number; ooms: unknown; stoppedAt: unknown; deviceMallocs: number };
+    };
+    // Opened with the setting replayed: the row the command line prints for it.
+    const opened = await result('expandable_segments:True');
+    const row = rowOf('expandable_segments:True');
+    expect(opened).toMatchObject({ peakReservedBytes: row.peakReserved, ooms: row.ooms, stoppedAt: row.stoppedAt, deviceMallocs: row.deviceMallocs });
+    expect(opened.ooms).toEqual({ recorded: 1, here: 1 });
+    // Orange: our reserved memory drawn over the recorded (grey).
+    expect(await page.evaluate(pixels('what-if-chart', [0xe6, 0x7e, 0x00]))).toBeGreaterThan(50);
+    // The controls write the settings string; another replay answers for it.
+    await page.locator('#wi-expandable').uncheck();
+    await page.fill('#wi-max-split', '48');
+    await page.locator('#wi-max-split').dispatchEvent('change');
+    expect(await page.locator('#wi-settings').inputValue()).toBe('max_split_size_mb:48');
+    await page.click('#wi-run');
+    const other = await result('max_split_size_mb:48');
+    expect(other).toMatchObject({ peakReservedBytes: rowOf('max_split_size_mb:48').peakReserved, ooms: rowOf('max_split_size_mb:48').ooms });
+    // A bad setting is refused by the allocator's parser, in the page.
+    await page.fill('#wi-settings', 'bogus:1');
+    await page.click('#wi-run');
+    await page.waitForFunction("/ERR_CCA_INVALID_CONFIG/.test(document.getElementById('wi-status').textContent)");
     expect(errors).toEqual([]);
     expect(requests).toEqual([]);
     await page.close();
