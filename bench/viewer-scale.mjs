@@ -39,12 +39,31 @@ await page.mouse.dblclick(box.x + 5, box.y + 5);
 const clickLateMs = await timed(() => page.mouse.click(box.x + box.width * 0.97, box.y + box.height / 2));
 const clickAgainMs = await timed(() => page.mouse.click(box.x + box.width * 0.96, box.y + box.height / 2));
 const searchMs = await timed(() => page.fill('#search', 'odd'));
+// What-if in the page: the whole history replayed in the Web Worker on the wasm engine (the
+// first request also decodes the embedded recording).
+const whatIfMs = async (settings) => {
+  await page.fill('#wi-settings', settings);
+  const start = await page.evaluate(() => performance.now());
+  await page.click('#wi-run');
+  await page.waitForFunction((want) => {
+    const t = document.getElementById('what-if-result').textContent;
+    return t !== '' && JSON.parse(t).settings === want;
+  }, settings, { timeout: 300_000 });
+  return (await page.evaluate(() => performance.now())) - start;
+};
+const hasWhatIf = (await page.locator('#cca-what-if').count()) > 0;
+const whatIfFirst = hasWhatIf ? await whatIfMs('expandable_segments:True') : NaN;
+const whatIfNext = hasWhatIf ? await whatIfMs('max_split_size_mb:64') : NaN;
 await browser.close();
 for (const b of keep) b.free();
 
 console.log(`offline viewer at ${n} events${pools ? `, ${pools} MemPools (private-pool view)` : ''} (${machine()}; ${CHROMIUM})`);
-console.log(`HTML: ${(html.length / 2 ** 20).toFixed(1)} MiB, built in ${buildMs.toFixed(0)} ms`);
+const whatIfBytes = (/<script id="cca-what-if"[^>]*>[^<]*<\/script>/.exec(html)?.[0].length ?? 0);
+console.log(`HTML: ${(html.length / 2 ** 20).toFixed(1)} MiB (the what-if panel's input ${(whatIfBytes / 2 ** 20).toFixed(1)} MiB of it: ` +
+  `the recording gzip'd and the wasm engine), built in ${buildMs.toFixed(0)} ms`);
 console.log(`load until the first draw and state: ${loadMs.toFixed(0)} ms`);
 console.log(`zoom (wheel) redraw: ${zoomMs.toFixed(0)} ms`);
 console.log(`click near the end (first: replays to it, taking checkpoints): ${clickLateMs.toFixed(0)} ms; next click: ${clickAgainMs.toFixed(0)} ms`);
 console.log(`search 'odd' (tag), first 200 results listed: ${searchMs.toFixed(0)} ms`);
+console.log(hasWhatIf ? `what-if in the page (wasm, Web Worker): first replay ${whatIfFirst.toFixed(0)} ms (with decoding), next ${whatIfNext.toFixed(0)} ms`
+  : 'what-if: not in this file (the wasm engine is not built)');
