@@ -13,6 +13,7 @@ export { replayOnSim } from '../replay/replay.js';
 export { settingsOf } from '../replay/reading.js';
 export type { PeakState, ReplayOptions, ReplayReport, ReplaySide } from '../replay/report.js';
 export { whatIf, WHAT_IF_SETTINGS, type WhatIfOptions, type WhatIfReport, type WhatIfRow } from '../replay/what-if.js';
+export type { EngineName } from '../replay/engine.js';
 export { timeline, inferInitialLive, reservedAtStart, type Timeline, type LiveAllocation } from './timeline.js';
 export { meaningfulFrames, stackKey, topFrame } from './frames-api.js';
 export { orderKeyOf, isExactlyOrdered, type OrderKey, type Ordered } from './order.js';

@@ -32,7 +32,7 @@ describe('cca on PyTorch\'s fixture', () => {
     expect(r.status).toBe(0);
     expect(existsSync(`${copy}.html`)).toBe(true);
     // Sizes below 1 MiB in KiB, not "0.5 MiB".
-    expect(r.stderr).toMatch(/^wrote .*copy\.pickle\.html \(\d+\.\d\d KiB\); open it in a browser\n$/);
+    expect(r.stderr).toMatch(/^wrote .*copy\.pickle\.html \(\d+\.\d\d [KM]iB\); open it in a browser\n$/);
   });
 
   it('summary takes one file per rank and prints one row each, with peak reserved and OOMs', () => {

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CudaOutOfMemoryError, InvalidPointerError, analysis, loadSnapshot } from '../../lib/index.js';
+import type { WhatIfReport } from '../../lib/replay/what-if.js';
 import { replayEngine, type EnginePort } from '../../lib/replay/engine.js';
 import { wasmEngine } from '../../lib/replay/wasm-engine.js';
 import { rng, wasmBuilt } from '../support/replay.js';
@@ -36,6 +37,15 @@ describe.skipIf(!wasmBuilt)('the wasm engine replays as the native one does', ()
     const native = analysis.replayOnSim(snap, { ...options, engine: 'native' });
     expect(analysis.replayOnSim(snap, { ...options, engine: 'wasm' })).toEqual(native);
     expect(native.oom).not.toBeNull();
+  });
+
+  it('what-if on both engines: the same rows, and the report says which ran', async () => {
+    const file = join(FIXTURES, 'pytorch-h100-streams.pickle');
+    const rows = (r: WhatIfReport) => r.rows.map(({ ms: _, ...row }) => row);
+    const native = await analysis.whatIf(file, { engine: 'native', workers: 2 });
+    const wasm = await analysis.whatIf(file, { engine: 'wasm', workers: 2 });
+    expect([native.engine, wasm.engine]).toEqual(['native', 'wasm']);
+    expect(rows(wasm)).toEqual(rows(native));
   });
 
   it('an unknown engine is refused by name, changing nothing', () => {

@@ -71,7 +71,7 @@ describe('what-if', () => {
     const file = join(tempDir('cca-what-if-'), 'run.pickle');
     writeSnapshotFile(recorded(), file);
     const text = execFileSync(process.execPath, [CLI, 'replay', file, '--what-if'], { encoding: 'utf8' });
-    expect(text).toMatch(/simulated 512\.00 MiB device \(\d+ threads/);
+    expect(text).toMatch(/simulated 512\.00 MiB device \(native engine, \d+ threads/);
     expect(text).toMatch(/^\(defaults\) \(recorded\)\s+[\d.]+ MiB\s+[\d.]+ MiB\s+\d+\s+[\d.]+ (B|KiB|MiB)\s+[\d.]+%\s+1 of 1\s+[\d.]+ s$/m);
     expect(text).toMatch(/^expandable_segments:True /m);
     const json = JSON.parse(execFileSync(process.execPath, [CLI, 'replay', file, '--what-if', '--json', '--settings', 'max_split_size_mb:24'], { encoding: 'utf8' }));
