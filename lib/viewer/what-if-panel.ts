@@ -14,6 +14,9 @@ interface WhatIfInput {
   devices: { device: number; settings: string; capacityBytes: number; recording: unknown }[];
 }
 
+// lib/replay/what-if-row.ts's WhatIfRow as it arrives from the worker: a script cannot import
+// it (tsconfig.viewer.json compiles lib/viewer alone), and the Chromium test holds the two
+// together by comparing the page's numbers with what-if's.
 interface WhatIfRowOut {
   settings: string;
   peakReserved: number;
