@@ -136,12 +136,13 @@ export async function whatIf(snapshot: Snapshot | string, options?: WhatIfOption
  * The recording what-if replays every setting on: where a file's private pools had to be read
  * from its releases with runs left open, the reading a replay under the recorded settings
  * decides (as whatIf's first job does); else the recording as read. Synchronous, on this
- * thread (the viewer embeds it for its what-if panel).
+ * thread (the viewer embeds it for its what-if panel, deciding on the wasm engine so that
+ * writing a viewer never touches the caller's runtime).
  */
-export function decidedRecording(snap: Snapshot, device: number, capacityBytes?: number): Recording {
+export function decidedRecording(snap: Snapshot, device: number, engine?: EngineName): Recording {
   const rec = readRecording(snap, device);
   if (!rec.inferred || (rec.inferred.open.length === 0 && rec.inferred.ooms.length === 0)) return rec;
-  const { rec: chosen } = replayRecording(rec, { capacityBytes: capacityBytes ?? rec.capacity ?? 256 * 2 ** 30, settings: rec.settings });
+  const { rec: chosen } = replayRecording(rec, { capacityBytes: rec.capacity ?? 256 * 2 ** 30, settings: rec.settings, engine });
   return readRecording(snap, device, new Map(chosen.forced));
 }
 

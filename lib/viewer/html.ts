@@ -39,7 +39,7 @@ function whatIfInput(snapshot: Snapshot, initial: string | null): object | null 
   if (engine === null) return null;
   const devices = snapshot.device_traces.flatMap((trace, device) => {
     if (trace.length === 0) return [];
-    const rec = decidedRecording(snapshot, device);
+    const rec = decidedRecording(snapshot, device, 'wasm');
     return [{ device, settings: rec.settings, capacityBytes: rec.capacity ?? 256 * 2 ** 30, recording: transferToText(toTransfer(rec), gzipSync) }];
   });
   return { worker: `${readFileSync(engine, 'utf8')}\n${builtScript('what-if-worker.bundle.js')}`, initial, devices };

@@ -11,7 +11,8 @@ import { readRecording } from '../../lib/replay/recording.js';
 import { replayRecording } from '../../lib/replay/replay.js';
 import type { Snapshot } from '../../lib/snapshot/types.js';
 import { MiB } from '../support/helpers.js';
-import { expectExact, recordAndReplay, replayOnBoth, rng, tryAlloc } from '../support/replay.js';
+import { expectExact, recordAndReplay, replayOnBoth, rng, tryAlloc, wasmBuilt } from '../support/replay.js';
+import { viewerHtml } from '../../lib/viewer/html.js';
 
 const STREAMS_FIXTURE = fileURLToPath(new URL('../fixtures/pytorch-h100-streams.pickle', import.meta.url));
 
@@ -127,6 +128,20 @@ describe('replay reads private pools from a trace that names none', () => {
       const row = w.rows.find((x) => x.settings === settings)!;
       expect([row.peakReserved, row.endReserved, row.deviceMallocs]).toEqual([here.ours.peakReserved, here.ours.endReserved, here.ours.segmentGrowths]);
     }
+  });
+
+  it.skipIf(!wasmBuilt)('the viewer decides those open runs as what-if does, on the wasm engine: the caller\'s runtime untouched', () => {
+    const r = pooledHistory(7, stripPoolIds);
+    const held = cuda.alloc(3 * MiB);  // the native engine would refuse here (ERR_CCA_RUNTIME_BUSY)
+    const html = viewerHtml(r.snap, 'pooled');
+    expect(memory.memory_allocated()).toBe(3 * MiB);
+    held.free();
+    const input = JSON.parse(/<script id="cca-what-if" type="application\/json">(.*?)<\/script>/s.exec(html)![1]!) as { devices: { recording: { json: string } }[] };
+    const { rec } = replayRecording(readRecording(r.snap, 0), {});
+    const embedded = JSON.parse(input.devices[0]!.recording.json) as { forced: unknown; inferred: { open: { poolEnd: boolean }[] } };
+    expect(embedded.forced).toEqual(rec.forced);
+    expect(embedded.inferred.open).toEqual(rec.inferred!.open);
+    expect(embedded.inferred.open.some((run) => run.poolEnd)).toBe(true);
   });
 
   it('retries an OOM of a pool\'s scope in a pool of its own, where a default block that would serve it is out of reach', () => {
