@@ -267,7 +267,9 @@ export interface NativeBinding {
   /**
    * Every device's metrics in one call: per device, the 122 stats (statKeys() order), then
    * [largest free block of the small pools, of the large pools, history entries, history
-   * capacity (0 while off)]. Fills `out` in place when its length fits.
+   * capacity (0 while off), the device's free and total bytes (mem_get_info; NaN when the
+   * driver cannot answer), the memory fraction's share of the total]. Fills `out` in place
+   * when its length fits.
    */
   monitorSample(out?: Float64Array): Float64Array;
   setAllocatorSettings(settings: string): void;

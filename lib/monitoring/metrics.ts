@@ -46,6 +46,12 @@ export interface DeviceSample {
   historyEntries: number;
   /** 0 while history is off. */
   historyCapacity: number;
+  /** What the device reports free (other processes' use counts against it) and in all; NaN
+   *  when the driver cannot answer. */
+  deviceFree: number;
+  deviceTotal: number;
+  /** The memory fraction's share of the device (the whole device when none is set). */
+  memoryLimit: number;
   clients: LabelSample[];
   /** The TAG_SERIES tags holding the most (current bytes > 0), then "other" for the rest. */
   tags: LabelSample[];
@@ -81,6 +87,9 @@ export const METRICS: readonly MetricDefinition[] = [
   { name: 'cca_oom_rejections_total', help: 'Allocations refused before asking the device (throw_on_cudamalloc_oom with a memory fraction)', kind: 'counter', unit: 'count', perPool: false, mirrors: 'num_oom_rejections', value: stat('num_oom_rejections') },
   { name: 'cca_device_mallocs_total', help: 'Device allocations (cudaMalloc or VMM maps)', kind: 'counter', unit: 'count', perPool: false, mirrors: 'num_device_alloc', value: stat('num_device_alloc') },
   { name: 'cca_device_frees_total', help: 'Device frees (cudaFree or VMM unmaps)', kind: 'counter', unit: 'count', perPool: false, mirrors: 'num_device_free', value: stat('num_device_free') },
+  { name: 'cca_device_free_bytes', help: 'Device memory free as the driver reports it (what other processes use counts against it)', kind: 'gauge', unit: 'bytes', perPool: false, mirrors: 'torch.cuda.mem_get_info()[0]', value: (s) => (Number.isNaN(s.deviceFree) ? undefined : s.deviceFree) },
+  { name: 'cca_device_total_bytes', help: 'Device memory in all, as the driver reports it', kind: 'gauge', unit: 'bytes', perPool: false, mirrors: 'torch.cuda.mem_get_info()[1]', value: (s) => (Number.isNaN(s.deviceTotal) ? undefined : s.deviceTotal) },
+  { name: 'cca_memory_limit_bytes', help: 'The most this allocator may reserve: the memory fraction\'s share of the device (all of it when none is set)', kind: 'gauge', unit: 'bytes', perPool: false, mirrors: 'set_per_process_memory_fraction() x total', value: (s) => (Number.isNaN(s.memoryLimit) ? undefined : s.memoryLimit) },
   { name: 'cca_history_entries', help: 'Entries in the history ring (only while recording)', kind: 'gauge', unit: 'count', perPool: false, mirrors: '(not in PyTorch) trace ring size', value: (s) => (s.historyCapacity > 0 ? s.historyEntries : undefined) },
   { name: 'cca_history_capacity_entries', help: 'Entries the history ring holds before it wraps (only while recording)', kind: 'gauge', unit: 'count', perPool: false, mirrors: 'allocator_settings.trace_alloc_max_entries', value: (s) => (s.historyCapacity > 0 ? s.historyCapacity : undefined) },
   { name: 'cca_client_allocated_bytes', help: 'Bytes a native client (by name) holds in live allocations, as asked for', kind: 'gauge', unit: 'bytes', perPool: false, by: 'client', mirrors: 'clients.{client}.allocated_bytes.current', value: () => undefined, rowValue: (c) => c.bytes },
@@ -112,8 +121,8 @@ function tagSamples(device: number): LabelSample[] {
   return [...named, other];
 }
 
-/** @internal The figures native monitorSample writes after each device's stats (memory_functions.cpp's kMonitorExtras): largest free small, large; history entries, capacity. */
-export const MONITOR_EXTRAS = 4;
+/** @internal The figures native monitorSample writes after each device's stats (memory_functions.cpp's kMonitorExtras): largest free small, large; history entries, capacity; device free, total; the memory limit. */
+export const MONITOR_EXTRAS = 7;
 const EXTRAS = MONITOR_EXTRAS;
 let keys: Map<string, number> | undefined;
 let buffer: Float64Array | undefined;
@@ -138,6 +147,9 @@ export function readSamples(): DeviceSample[] {
       largestFree: (pool) => (pool === 'small_pool' ? small : pool === 'large_pool' ? large : Math.max(small, large)),
       historyEntries: data[base + n + 2]!,
       historyCapacity: data[base + n + 3]!,
+      deviceFree: data[base + n + 4]!,
+      deviceTotal: data[base + n + 5]!,
+      memoryLimit: data[base + n + 6]!,
       clients: clients[d]!,
       tags: tagSamples(d),
     });

@@ -2,6 +2,8 @@
 // keys cross once), plain objects for the rarely called rest.
 #include "memory_functions.h"
 
+#include <cmath>
+
 #include "../allocator/policy/options.h"
 #include "../allocator/state/stats.h"
 #include "export.h"
@@ -55,7 +57,7 @@ Napi::Value StatValue(const Napi::CallbackInfo& info) {
 // monitorSample(out): every device, one after the other, as the 122 stats (statKeys()
 // order) followed by kMonitorExtras figures; `out` is filled in place when it has the
 // right length (a scrape allocates nothing then), else a new array is returned.
-constexpr std::size_t kMonitorExtras = 4;  // see binding.d.ts: monitorSample
+constexpr std::size_t kMonitorExtras = 7;  // see binding.d.ts: monitorSample
 
 Napi::Value MonitorSample(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -72,6 +74,22 @@ Napi::Value MonitorSample(const Napi::CallbackInfo& info) {
     *p++ = static_cast<double>(m.largest_free_large);
     *p++ = static_cast<double>(m.history_entries);
     *p++ = static_cast<double>(m.history_capacity);
+    // What the device reports (free counts other processes' use too), and the share of it the
+    // memory fraction allows: alerts compare reserved memory with these. NaN when the driver
+    // cannot answer: a scrape reports what it can.
+    Bytes free_bytes = 0;
+    Bytes total_bytes = 0;
+    double free_figure = std::nan("");
+    double total_figure = std::nan("");
+    try {
+      a.mem_get_info(&free_bytes, &total_bytes);
+      free_figure = static_cast<double>(free_bytes);
+      total_figure = static_cast<double>(total_bytes);
+    } catch (const DeviceError&) {
+    }
+    *p++ = free_figure;
+    *p++ = total_figure;
+    *p++ = a.memory_fraction() * total_figure;
   }
   return out;
 }

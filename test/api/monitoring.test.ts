@@ -230,4 +230,21 @@ describe('monitorSample records', () => {
     const sample = native.monitorSample(undefined);
     expect(sample.length).toBe(2 * (native.statKeys().length + MONITOR_EXTRAS));
   });
+
+  it('carry what the device reports and the memory fraction\'s share of it', async () => {
+    const { readSamples } = await import('../../lib/monitoring/metrics.js');
+    freshSim({ devices: 2, capacityBytes: 256 * MiB });
+    memory.set_per_process_memory_fraction(0.25, 1);
+    const b = cuda.alloc(5 * MiB, { device: 1 });
+    try {
+      const [d0, d1] = readSamples();
+      expect([d0!.deviceTotal, d0!.memoryLimit]).toEqual([256 * MiB, 256 * MiB]);
+      expect([d1!.deviceTotal, d1!.memoryLimit]).toEqual([256 * MiB, 64 * MiB]);
+      expect(d1!.deviceFree).toBe(256 * MiB - memory.memory_reserved(1));
+      expect(d0!.deviceFree).toBe(256 * MiB);
+    } finally {
+      b.free();
+      memory.set_per_process_memory_fraction(1, 1);
+    }
+  });
 });
