@@ -185,7 +185,7 @@ export function fullSnapshot(options: SnapshotOptions = {}): Snapshot {
   // the history: the captures' call-site records are then garbage before the dump
   // allocates, and V8 collected them during the dump in every run measured, where
   // symbolizing entry by entry as they were written left it to chance (bench/RESULTS.md,
-  // session 13: the peak of a million-entry dump was bimodal).
+  // 2026-11-26: the peak of a million-entry dump was bimodal).
   if (options.lazyTraces && includeTraces) for (const id of native.referencedStacks()) stacks.frames(id);
   for (const d of allDevices()) {
     const parts = native.snapshot(d, pool, includeTraces);

@@ -33,7 +33,8 @@ CCA_HOT void Ledger::record_traces(TraceBatch batch) {
   // skips every action then), when only a subscriber makes transitions collect entries.
   if (live_.mask() == 0) {
     // History alone, the common case: this loop is the trace-recording hot path, and the
-    // one below costs it 16 more instructions per pair (bench/RESULTS.md, session 10).
+    // one below costs it 16 more instructions per pair (bench/RESULTS.md, 2026-11-26: "what
+    // PyTorch parity's second part costs").
     for (int i = 0; i < batch.count; ++i) {
       const TraceEntry& e = batch.entries[i];
       if (history_.skip_mask & (1u << static_cast<unsigned>(e.action))) continue;

@@ -1,6 +1,6 @@
 // Merging a freed block with its free neighbours, inline in each transition that frees: the
 // StateChange it records into then never has its address taken, so the compiler keeps the
-// stat deltas in registers (bench/RESULTS.md, session 16).
+// stat deltas in registers (bench/RESULTS.md, 2026-11-26: "the cached pair in 30% fewer instructions").
 #pragma once
 #include "../../common/hot.h"
 #include "ledger.h"
