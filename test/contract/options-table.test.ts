@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { configFromSettings } from '../../lib/allocator-options.js';
 import { nativeEngine } from '../../lib/replay/native-engine.js';
+import { SMALL_SEGMENT, SMALL_SIZE } from '../../lib/replay/start.js';
 import { native } from '../../lib/native.js';
 // @ts-expect-error: a plain ES module of the scripts, without types
 import { DOC, optionsTable, withTable } from '../../scripts/gen-options-docs.mjs';
@@ -66,5 +67,13 @@ describe('the allocator options table', () => {
     }
     expect(configFromSettings({}, nativeEngine)).toBe('');
     expect(configFromSettings({ max_split_size: -1, expandable_segments: 'yes' }, nativeEngine)).toBe('');
+  });
+});
+
+describe('replay\'s size constants', () => {
+  it('are the allocator\'s: a small request gets a 2 MiB segment up to SMALL_SIZE, and a large one above it', () => {
+    expect(nativeEngine.sizePolicy('', 1).segment).toBe(SMALL_SEGMENT);
+    expect(nativeEngine.sizePolicy('', SMALL_SIZE).segment).toBe(SMALL_SEGMENT);
+    expect(nativeEngine.sizePolicy('', SMALL_SIZE + 1).segment).not.toBe(SMALL_SEGMENT);
   });
 });
