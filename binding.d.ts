@@ -39,7 +39,7 @@ export type ErrorFactory = (
 ) => Error;
 
 /**
- * A snapshot's parts as fixed-width records (decoded by lib/snapshot/build.ts):
+ * A snapshot's parts as fixed-width records (decoded by lib/history/snapshot-build.ts):
  * segments: [address, total_size, allocated_size, active_size, requested_size, stream,
  *            is_small, is_expandable, pool, stackId, firstBlock, blockCount] x N
  * blocks:   [address, size, requested_size, state (0 free, 1 allocated, 2 pending), stackId, tagId] x M

@@ -7,7 +7,7 @@ import { native } from './native.js';
 import { resolveDevice } from './device.js';
 import { generation } from './generation.js';
 import { checkBoolean, checkOptions, typeError } from './validate.js';
-import { segmentsOf } from './snapshot/build.js';
+import { segmentsOf } from './history/snapshot-build.js';
 import { tuple } from './snapshot/tuple.js';
 import type { Segment } from './snapshot/types.js';
 

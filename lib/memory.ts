@@ -7,7 +7,7 @@ import { native } from './native.js';
 import { deviceCount, getDeviceProperties, resolveDevice } from './device.js';
 import { renderSummary } from './summary.js';
 import { checkBoolean, checkFraction, checkOptions, checkString, typeError } from './validate.js';
-import { fullSnapshot, segmentsOf, type SnapshotOptions } from './snapshot/build.js';
+import { fullSnapshot, segmentsOf, type SnapshotOptions } from './history/snapshot-build.js';
 import { formatFor, writeSnapshotFile, type WriteResult } from './snapshot/dump.js';
 import { capture, recordMemoryHistory, sampleStack, type HistoryEnabled, type RecordHistoryOptions } from './history/record.js';
 import { stacks } from './history/stack-store.js';

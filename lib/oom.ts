@@ -2,7 +2,7 @@
 // get the numbers, and a snapshot can be written automatically at the moment of the OOM.
 import { detailsOf, type CudaOutOfMemoryError, type OutOfMemoryDetails } from './errors.js';
 import { checkString, typeError } from './validate.js';
-import { fullSnapshot } from './snapshot/build.js';
+import { fullSnapshot } from './history/snapshot-build.js';
 import { writeSnapshotFile } from './snapshot/dump.js';
 
 /** The error's numbers (OutOfMemoryDetails), and the error itself. */

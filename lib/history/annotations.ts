@@ -2,7 +2,7 @@
 // when it closes. Recorded while history is on, in a ring as long as the trace's.
 import { native } from '../native.js';
 import { runScoped } from '../scoped.js';
-import { capture } from './record.js';
+import { capture, onHistoryCleared } from './record.js';
 import { currentDevice } from '../device.js';
 import { checkString, typeError } from '../validate.js';
 import type { Annotation } from '../snapshot/types.js';
@@ -72,3 +72,4 @@ export function annotations(): Annotation[] {
 export function clearAnnotations(): void {
   entries = [];
 }
+onHistoryCleared(clearAnnotations);

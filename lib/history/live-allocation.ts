@@ -6,7 +6,8 @@ import { DeviceBuffer } from '../device-buffer.js';
 import { resolveDevice } from '../device.js';
 import { checkInteger, checkString, typeError } from '../validate.js';
 import { capture } from './record.js';
-import { stacks, tags, type Frame } from './stack-store.js';
+import { stacks, tags } from './stack-store.js';
+import type { Frame } from '../snapshot/types.js';
 
 /** The device and address a DeviceBuffer or a pointer names; a freed buffer is refused, naming `operation`. */
 function locate(buffer: DeviceBuffer | number, device: number | undefined, operation: string): { d: number; ptr: number } {

@@ -7,7 +7,7 @@
 import { native } from '../native.js';
 import { deviceCount, resolveDevice } from '../device.js';
 import { generation } from '../generation.js';
-import { decodeTraces } from '../snapshot/build.js';
+import { decodeTraces } from '../history/snapshot-build.js';
 import type { TraceAction, TraceEntry } from '../snapshot/types.js';
 import { checkInteger, checkOptions, typeError } from '../validate.js';
 import { actionMask } from './record.js';

@@ -1,7 +1,6 @@
 // _record_memory_history: PyTorch's semantics (new and legacy signatures), plus stack
 // sampling. The state here tells cuda.alloc and DeviceBuffer.free what to capture.
 import { native } from '../native.js';
-import { clearAnnotations } from './annotations.js';
 import { ArgumentTypeError, InvalidArgumentError } from '../errors.js';
 import { checkBoolean, checkInteger, checkOptions, describe, rangeError, typeError } from '../validate.js';
 import { resolveDevice } from '../device.js';
@@ -211,7 +210,16 @@ function setCapture(enabled: boolean, level: number, maxEntries: number, clear: 
   capture.every = Math.max(1, Math.round(1 / rate));
   capture.countdown = 1;
   capture.maxEntries = enabled ? maxEntries : 0;
-  if (!enabled || clear) clearAnnotations();
+  if (!enabled || clear) for (const f of clearedHooks) f();
+}
+
+
+/** Called when history stops or is cleared: annotations drop theirs (annotations.ts registers
+ *  itself, so this file imports nothing that imports it). */
+const clearedHooks: (() => void)[] = [];
+/** @internal */
+export function onHistoryCleared(hook: () => void): void {
+  clearedHooks.push(hook);
 }
 
 /** @internal The runtime was replaced (cuda.sim.configure/isolate): its history starts off. */

@@ -10,26 +10,10 @@
 // a live block, a segment or the trace ring are dropped every so often (compaction asks
 // the native side which ids are still referenced).
 import { native } from '../native.js';
-
-export interface Frame {
-  filename: string;
-  line: number;
-  name: string;
-  column: number;
-}
+import { markShared } from '../snapshot/shared.js';
+import type { Frame } from '../snapshot/types.js';
 
 type Holder = { stack?: unknown };
-
-const shared = new WeakSet<object>();
-
-/** Marks an object that may be referenced from many places (pickle memoizes it). */
-export function markShared(obj: object): void {
-  shared.add(obj);
-}
-
-export function isShared(obj: object): boolean {
-  return shared.has(obj);
-}
 
 // Node's own modules (node:internal/..., node:events): the frames under every callback and
 // module load, which tell a reader nothing about their code (PyTorch drops its own frames

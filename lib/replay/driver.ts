@@ -8,7 +8,7 @@ import { InvalidArgumentError } from '../errors.js';
 import type { TraceEntry } from '../snapshot/types.js';
 import type { PeakState } from './report.js';
 import type { FreeSegment } from './reading.js';
-import type { EnginePort, MallocPlan, ReplayEngine } from './engine.js';
+import type { EnginePort, MallocPlan, ReplayEngine } from './engine-types.js';
 
 export class SimDriver {
   /** Each slot's pointer; -1 while not live. */

@@ -9,7 +9,7 @@ import { InvalidArgumentError } from '../errors.js';
 import { native } from '../native.js';
 import { readSamples } from '../monitoring/metrics.js';
 import { poolKey } from '../snapshot/pool-id.js';
-import type { EnginePort, ReplayEngine } from './engine.js';
+import type { EnginePort, ReplayEngine } from './engine-types.js';
 
 /** Replays run on device 0 of their simulated runtime, whichever device was recorded. */
 const DEVICE = 0;

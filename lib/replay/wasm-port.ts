@@ -6,7 +6,7 @@
 // apart.
 import { errorFromNative, InvalidArgumentError } from '../errors.js';
 import type { TraceAction, TraceEntry } from '../snapshot/types.js';
-import type { EnginePort, MallocPlan, ReplayEngine } from './engine.js';
+import type { EnginePort, MallocPlan, ReplayEngine } from './engine-types.js';
 import type { AllocatorOptionRow } from '../../binding.js';
 
 /** The emscripten module's exports that the port calls (native/wasm/replay_engine.cpp). */

@@ -5,7 +5,7 @@
 // 4.8 MB from its JSON, 0.97 MB from its pickle, 406 KB either way once interned.
 // Done by `cca convert`, not at every JSON load: on that file's 49 MB JSON it costs 200 ms
 // against a 250 ms load.
-import { markShared } from '../history/stack-store.js';
+import { markShared } from './shared.js';
 import type { Snapshot } from './types.js';
 
 type FrameLike = Record<string, unknown>;

@@ -10,7 +10,7 @@
 // an ordinary own key), and an opcode that names Python code (GLOBAL, REDUCE, ...) is
 // refused before anything is built: a snapshot holds only plain containers.
 import { CorruptSnapshotError } from '../errors.js';
-import { markShared } from '../history/stack-store.js';
+import { markShared } from './shared.js';
 import { asTuple, tuple } from './tuple.js';
 
 type Item = unknown;
@@ -108,7 +108,7 @@ export function readPickle(data: Uint8Array): unknown {
     return (buf[pos + 6]! & 0xe0) === 0;
   };
   // Pool ids, (0, n) on every trace entry of ours: one frozen tuple per distinct pair, as our
-  // own snapshots share them (snapshot/build.ts), not a million branded arrays.
+  // own snapshots share them (history/snapshot-build.ts), not a million branded arrays.
   const pairs = new Map<number, unknown[]>();
   const pair = (a: Item, b: Item): unknown[] => {
     if (!(typeof a === 'number' && typeof b === 'number' && a >= 0 && a < 1024 && b >= 0 && b < 2 ** 30 &&

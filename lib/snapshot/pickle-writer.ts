@@ -9,7 +9,7 @@
 // thousands of times), and objects marked shared (interned stacks and frames) are written
 // once. Output goes to the sink in frames of about 64 KiB, each ending on an opcode
 // boundary as Python's unpickler requires.
-import { isShared } from '../history/stack-store.js';
+import { isShared } from './shared.js';
 import { isTuple } from './tuple.js';
 import { ArgumentRangeError, ArgumentTypeError } from '../errors.js';
 import { LazyList } from './lazy-list.js';

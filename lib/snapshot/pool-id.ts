@@ -3,7 +3,7 @@
 // only the first value set, to tell it from the handles). Code that keys by pool takes one
 // number per pool from poolKey: n for (0, n), -n for (n, 0), 0 for the default pools.
 import { tuple } from './tuple.js';
-import { markShared } from '../history/stack-store.js';
+import { markShared } from './shared.js';
 
 export function poolKey(id: readonly number[] | undefined): number {
   if (id === undefined) return 0;

@@ -1,8 +1,13 @@
 // The snapshot dict, in PyTorch's shape (torch.cuda.memory._snapshot()), so memory_viz and
 // Python tooling read our files and we read theirs.
-import type { Frame } from '../history/stack-store.js';
 
-export type { Frame };
+/** One stack frame, as PyTorch's snapshots write it. */
+export interface Frame {
+  filename: string;
+  line: number;
+  name: string;
+  column: number;
+}
 
 export type BlockState = 'active_allocated' | 'active_pending_free' | 'inactive';
 

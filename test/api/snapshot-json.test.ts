@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CudaOutOfMemoryError, MemPool, cuda, memory, use_mem_pool } from '../../lib/index.js';
 import { native } from '../../lib/native.js';
-import { decodeTraces, fullSnapshot, writeTraceEntriesJson, type EncodedText } from '../../lib/snapshot/build.js';
+import { decodeTraces, fullSnapshot, writeTraceEntriesJson, type EncodedText } from '../../lib/history/snapshot-build.js';
 import { JsonBytes } from '../../lib/snapshot/json-bytes.js';
 import { MemorySink } from '../../lib/snapshot/sink.js';
 import { MiB, freshSim } from '../support/helpers.js';

@@ -2,7 +2,7 @@
 // place of lib/native.ts and lib/replay/native-engine.ts): none, so replay's default engine
 // there is the wasm one.
 import { AllocatorError } from '../../errors.js';
-import type { ReplayEngine } from '../engine.js';
+import type { ReplayEngine } from '../engine-types.js';
 
 const unavailable = new AllocatorError('no native addon in a browser: the viewer replays on the wasm engine', 'ERR_CCA_NATIVE_UNAVAILABLE');
 

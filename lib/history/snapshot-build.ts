@@ -3,14 +3,14 @@
 // no clock converter: its cost depends only on segments and blocks.
 import { native } from '../native.js';
 import { deviceCount } from '../device.js';
-import { stacks, tags } from '../history/stack-store.js';
-import { capture } from '../history/record.js';
-import { annotations } from '../history/annotations.js';
-import { isGraphOwnedPool, poolTupleOf } from './pool-id.js';
-import { LazyList } from './lazy-list.js';
-import type { JsonBytes } from './json-bytes.js';
-import { Blk, Seg, Trc } from './records.generated.js';
-import type { Block, BlockState, Segment, Snapshot, TraceAction, TraceEntry } from './types.js';
+import { stacks, tags } from './stack-store.js';
+import { capture } from './record.js';
+import { annotations } from './annotations.js';
+import { isGraphOwnedPool, poolTupleOf } from '../snapshot/pool-id.js';
+import { LazyList } from '../snapshot/lazy-list.js';
+import type { JsonBytes } from '../snapshot/json-bytes.js';
+import { Blk, Seg, Trc } from '../snapshot/records.generated.js';
+import type { Block, BlockState, Segment, Snapshot, TraceAction, TraceEntry } from '../snapshot/types.js';
 
 const STATES: BlockState[] = ['inactive', 'active_allocated', 'active_pending_free'];
 let actions: TraceAction[] | undefined;
