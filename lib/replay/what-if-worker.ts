@@ -1,16 +1,24 @@
-// One what-if worker thread: on the native engine it takes simulated devices of its own first
-// (so the other workers' replays and the main thread's runtime are untouched; the wasm engine
-// is a module of this thread's own anyway), then for each job rebuilds
+// One what-if worker thread: on the native engine it takes simulated devices of its own at
+// once (so the other workers' replays and the main thread's runtime are untouched; the wasm
+// engine is a module of this thread's own anyway), then for each job rebuilds
 // the recording the caller posted, replays it under each of the settings it is given, and
 // answers with the reports, their times and the pool reading each was made on. A null job
 // ends it.
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import * as cuda from '../cuda.js';
 import { replayRecording } from './replay.js';
 import { fromTransfer } from './recording-transfer.js';
 import type { WhatIfJob, WorkerAnswer } from './what-if.js';
+import type { EngineName } from './engine-types.js';
 
-let isolated = false;
+let ready: Error | null = null;
+if ((workerData as { engine: EngineName }).engine === 'native') {
+  try {
+    cuda.sim.isolate();
+  } catch (e) {
+    ready = e as Error;
+  }
+}
 
 parentPort!.on('message', (job: WhatIfJob | null) => {
   if (job === null) {
@@ -18,10 +26,7 @@ parentPort!.on('message', (job: WhatIfJob | null) => {
     return;
   }
   try {
-    if (job.engine === 'native' && !isolated) {
-      cuda.sim.isolate();
-      isolated = true;
-    }
+    if (ready) throw ready;
     const rec = fromTransfer(job.recording);
     const results: WorkerAnswer = [];
     for (const settings of job.settings) {

@@ -91,7 +91,7 @@ export async function whatIf(snapshot: Snapshot | string, options?: WhatIfOption
   // The threads start first: each loads the addon and takes devices of its own while this
   // one reads the file.
   const threads = Array.from({ length: Math.max(1, Math.min(WHAT_IF_SETTINGS.length + 1 + extra.length, workersWanted)) },
-    () => new ReplayThread());
+    () => new ReplayThread(engine));
   const bySettings = new Map<string, { report: ReplayReport; ms: number }>();
   let rec: Recording;
   let capacityBytes: number;
@@ -157,12 +157,14 @@ function workerScript(): string {
 
 /** A worker thread that replays the jobs it is given, one at a time, until closed. */
 class ReplayThread {
-  readonly #worker = new Worker(workerScript());
+  readonly #worker: Worker;
   #waiting: { resolve: (a: WorkerAnswer) => void; reject: (e: Error) => void } | null = null;
   #crash: Error | undefined;
   #stopped: Error | null = null;
 
-  constructor() {
+  /** `engine` decides what the thread does first: on the native one it takes devices of its own. */
+  constructor(engine: EngineName) {
+    this.#worker = new Worker(workerScript(), { workerData: { engine } });
     this.#worker.on('message', (m: { results?: WorkerAnswer; error?: { message: string; code?: string } }) => {
       const waiting = this.#waiting;
       this.#waiting = null;
