@@ -1,6 +1,6 @@
 // Builds the wasm engine (native/wasm/: the allocator's policy on the simulated device) with
 // Debian's emscripten into dist/wasm/cca-engine.cjs, which replay and what-if use where the
-// addon cannot load (lib/replay/wasm-driver.ts). Incremental: cmake rebuilds what changed.
+// addon cannot load (lib/replay/wasm-port.ts). Incremental: cmake rebuilds what changed.
 //   node scripts/build-wasm.mjs      without emscripten: one line, exit 0 (the wasm tests
 //                                    then say so); CCA_REQUIRE_WASM=1 (CI) makes that an error
 import { execFileSync } from 'node:child_process';

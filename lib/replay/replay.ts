@@ -3,8 +3,8 @@
 // would the cache have grown the same way?".
 //
 // The parts: the recording read once (recording.ts; its start, start.ts; the private pools
-// of a file that names none, pools.ts), the simulated GPU (driver.ts, the only file here that
-// calls the addon), the cache releases and how each is met (releases.ts; the rules:
+// of a file that names none, pools.ts), the simulated GPU (driver.ts, over the engine
+// engine.ts chooses: the addon's, or its wasm build), the cache releases and how each is met (releases.ts; the rules:
 // reading.ts), where the two sides first part (divergence.ts), which reading of unnamed
 // pools to replay on (search.ts). This file is the loop.
 import { CudaOutOfMemoryError } from '../errors.js';

@@ -1,5 +1,5 @@
 // The allocator's policy on one simulated device, compiled to WebAssembly for replay and
-// what-if where the native addon cannot load (lib/replay/wasm-driver.ts is its only caller).
+// what-if where the native addon cannot load (lib/replay/wasm-port.ts is its only caller).
 // It is the binding's counterpart for the calls replay makes, and thin in the same way: the
 // allocator and the simulator are the native ones, unchanged.
 //
