@@ -6,7 +6,6 @@
 // returns series.
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -14,15 +13,14 @@ import { METRICS } from '../../lib/monitoring/metrics.js';
 import { interop } from '../../lib/index.js';
 import { buildConsumer } from '../interop/build-consumer.mjs';
 import { tempDir } from '../support/temp-dir.js';
+import { HAVE_PROMETHEUS, PROMETHEUS, startPrometheus } from '../support/prometheus.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const RULES = join(ROOT, 'ops', 'prometheus', 'cca-rules.yml');
 const RULE_TESTS = join(ROOT, 'ops', 'prometheus', 'cca-rules.test.yml');
 const DASHBOARD = join(ROOT, 'ops', 'grafana', 'cca-dashboard.json');
 const ENTRY = new URL('../../dist/index.js', import.meta.url).href;
-const PROMETHEUS = process.env.CCA_PROMETHEUS ?? 'prometheus';
 const PROMTOOL = process.env.CCA_PROMTOOL ?? 'promtool';
-const HAVE_PROMETHEUS = spawnSync(PROMETHEUS, ['--version']).status === 0;
 const HAVE_PROMTOOL = spawnSync(PROMTOOL, ['--version']).status === 0;
 const children: ChildProcess[] = [];
 
@@ -40,8 +38,6 @@ const rulesText = readFileSync(RULES, 'utf8');
 const recorded = [...rulesText.matchAll(/^\s+- record: (\S+)$/gm)].map((m) => m[1]!);
 const alerts = [...rulesText.matchAll(/^\s+- alert: (\S+)$/gm)].map((m) => m[1]!);
 const panelQueries = dashboard.panels.flatMap((p) => p.targets.map((t) => ({ panel: p.title, expr: t.expr })));
-/** Prometheus's own series the dashboard reads beside ours. */
-const PROMETHEUS_OWN = new Set(['scrape_duration_seconds', 'scrape_samples_scraped']);
 
 describe('the rules and the dashboard name only metrics we export', () => {
   const ours = new Set(METRICS.map((m) => m.name));
@@ -98,15 +94,6 @@ describe('the dashboard against Grafana\'s schema', () => {
   });
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** An exporting process: memory kept, history recording into a small ring (full), a label, a
  *  native client holding memory through the C ABI; a line on its stdin makes it run out of
  *  memory (once Prometheus has seen its counter at 0, so the rise is an increase). */
@@ -161,17 +148,7 @@ describe.skipIf(!HAVE_PROMETHEUS)(HAVE_PROMETHEUS ? 'the rules and the dashboard
     const consumer = buildConsumer(interop.includeDir, tempDir('cca-ops-consumer-'));
     const exporters = await Promise.all([exporter(0, consumer), exporter(1, consumer)]);
     const ports = exporters.map((e) => e.port);
-    const dir = tempDir('cca-ops-prometheus-');
-    const port = await freePort();
-    writeFileSync(join(dir, 'prometheus.yml'), [
-      'global:', '  scrape_interval: 1s', '  evaluation_interval: 1s', `rule_files: ['${RULES}']`,
-      'scrape_configs:', '  - job_name: gpu-memory', '    static_configs:',
-      `      - targets: [${ports.map((p) => `'127.0.0.1:${p}'`).join(', ')}]`, '',
-    ].join('\n'));
-    const prom = spawn(PROMETHEUS, [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`,
-      `--web.listen-address=127.0.0.1:${port}`], { stdio: 'ignore' });
-    children.push(prom);
-    const base = `http://127.0.0.1:${port}`;
+    const base = await startPrometheus(ports.map((p) => `127.0.0.1:${p}`), [RULES]);
     const deadline = Date.now() + 300_000;
     type Vector = { metric: Record<string, string>; value: [number, string] }[];
     const query = (q: string) => api<{ result: Vector }>(base, `/api/v1/query?query=${encodeURIComponent(q)}`).then((d) => d.result);

@@ -2,16 +2,11 @@
 // device with monitoring.serveMetrics(), a real Prometheus (Debian's package) scrapes them
 // with the scrape config of docs/monitoring.md, and its HTTP API must return every
 // process's series with the values the processes report, and answer the docs' queries.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { tempDir } from '../support/temp-dir.js';
+import { HAVE_PROMETHEUS as HAVE, PROMETHEUS, startPrometheus } from '../support/prometheus.js';
 
 const ENTRY = new URL('../../dist/index.js', import.meta.url).href;
-const PROMETHEUS = process.env.CCA_PROMETHEUS ?? 'prometheus';
-const HAVE = spawnSync(PROMETHEUS, ['--version']).status === 0;
 const children: ChildProcess[] = [];
 
 afterAll(() => {
@@ -45,15 +40,6 @@ function exporter(i: number): Promise<Reported> {
   });
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** Polls until the query returns `n` series (a scrape lands target by target). */
 async function queryUntil(base: string, promql: string, n: number, deadline: number) {
   let result: Awaited<ReturnType<typeof query>> = [];
@@ -80,17 +66,8 @@ describe.skipIf(!HAVE)(HAVE ? 'a real Prometheus scraping four processes'
   : `a real Prometheus: skipped, no ${PROMETHEUS} on PATH (apt-get install prometheus, or set CCA_PROMETHEUS)`, () => {
   it('has every process\'s series, with the values each reported', async () => {
     const reported = await Promise.all([0, 1, 2, 3].map(exporter));
-    const dir = tempDir('cca-prometheus-');
-    const port = await freePort();
     // The scrape config of docs/monitoring.md, with these processes as targets.
-    writeFileSync(join(dir, 'prometheus.yml'), [
-      'global:', '  scrape_interval: 1s', 'scrape_configs:', '  - job_name: gpu-memory', '    static_configs:',
-      `      - targets: [${reported.map((r) => `'127.0.0.1:${r.port}'`).join(', ')}]`, '',
-    ].join('\n'));
-    const prom = spawn(PROMETHEUS, [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`,
-      `--web.listen-address=127.0.0.1:${port}`], { stdio: 'ignore' });
-    children.push(prom);
-    const base = `http://127.0.0.1:${port}`;
+    const base = await startPrometheus(reported.map((r) => `127.0.0.1:${r.port}`));
     // Each query below waits for its count of series, not for a time; the deadline only
     // stops a Prometheus that never scrapes (the test then fails on the count).
     const deadline = Date.now() + 300_000;
