@@ -1,7 +1,7 @@
 // The analyses on a 1M-entry history recorded here: 100 annotated steps of 3,333
 // allocations freed in the step plus one kept (a leak). Times frag, leaks, diff (of the
 // snapshot with itself: every group compared) and replay, each once after the snapshot.
-import { analysis } from '../dist/index.js';
+import { analysis, replay } from '../dist/index.js';
 import { freshState, machine, recordMillionEvents } from './common.mjs';
 
 freshState();
@@ -20,5 +20,5 @@ console.log(`findLeaks (leaks)        ${leakMs.toFixed(0).padStart(6)} ms   grow
 const [diffMs] = time(() => analysis.diffSnapshots(snap, snap));
 console.log(`diffSnapshots (diff)     ${diffMs.toFixed(0).padStart(6)} ms`);
 for (const b of keep) b.free();
-const [replayMs, r] = time(() => analysis.replayOnSim(snap));
+const [replayMs, r] = time(() => replay.replayOnSim(snap));
 console.log(`replayOnSim (replay)     ${replayMs.toFixed(0).padStart(6)} ms   ${(replayMs * 1e3 / entries).toFixed(2)} us/entry; reproduced exactly: ${r.firstDivergence === null}`);

@@ -7,7 +7,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { analysis } from '../dist/index.js';
+import { replay } from '../dist/index.js';
 import { writeSnapshotFile } from '../dist/snapshot/dump.js';
 import { wasmEnginePath } from '../dist/replay/wasm-engine.js';
 import { freshState, machine, recordMillionEvents } from './common.mjs';
@@ -25,7 +25,7 @@ for (const workers of [1, 2]) {
   const best = {};
   for (let round = 0; round < 2; round++) {
     for (const engine of engines) {
-      const r = await analysis.whatIf(file, { workers, engine });
+      const r = await replay.whatIf(file, { workers, engine });
       best[engine] = Math.min(best[engine] ?? Infinity, r.ms);
       console.log(`${engine.padEnd(6)} ${workers} thread(s): ${(r.ms / 1000).toFixed(2)} s for ${r.rows.length} settings ` +
         `(replays ${(replayMs(r) / 1000).toFixed(2)} s); per replay: ` +

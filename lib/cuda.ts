@@ -1,6 +1,5 @@
 // The `cuda` namespace: devices, streams, allocation and the simulator's controls.
-import { DeviceBuffer, makeDeviceBuffer } from './device-buffer.js';
-import { recording } from './compute/capture-state.js';
+import { DeviceBuffer, makeDeviceBuffer, recording } from './device-buffer.js';
 import { CudaOutOfMemoryError, InvalidArgumentError } from './errors.js';
 import { capture, forgetHistorySettings, sampleStack } from './history/record.js';
 import { forgetCachingSettings } from './caching.js';

@@ -1,5 +1,6 @@
-// A device allocation. It holds the pointer; the memory goes back to the allocator's
-// cache on free() (or `using`), never straight to the device.
+// A device allocation, a range of one (BufferView), and the graph capture that may name
+// them. The buffer holds the pointer; the memory goes back to the allocator's cache on free()
+// (or `using`), never straight to the device.
 import { ArgumentTypeError, InvalidPointerError } from './errors.js';
 import { checkInteger, describe, rangeError, typeError } from './validate.js';
 import { native } from './native.js';
@@ -8,13 +9,58 @@ import type { Stream } from './stream.js';
 import { generation } from './generation.js';
 import { capture, sampleStack } from './history/record.js';
 import { stacks } from './history/stack-store.js';
-import { BufferView } from './compute/buffer-view.js';
 import { HostBuffer } from './host-buffer.js';
 import { InvalidArgumentError } from './errors.js';
 import { checkStream } from './stream.js';
 import { checkOptions } from './validate.js';
 import { exportDLPack, type DLPackOptions } from './interop/dlpack.js';
-import { recording } from './compute/capture-state.js';
+
+/**
+ * A range of a DeviceBuffer, passed to a kernel in place of the whole buffer: the kernel gets
+ * the range's address, and the launch checks, and records on its stream, the buffer the range
+ * lies in.
+ */
+export class BufferView {
+  /** The buffer the range lies in. */
+  readonly buffer: DeviceBuffer;
+  /** Where the range starts in the buffer, in bytes. */
+  readonly offset: number;
+  /** The range's length in bytes. */
+  readonly size: number;
+
+  /** @internal Views come from DeviceBuffer.view(). */
+  constructor(buffer: DeviceBuffer, offset: number, size: number) {
+    this.buffer = buffer;
+    this.offset = offset;
+    this.size = size;
+  }
+
+  /** The range's device address. */
+  get ptr(): number {
+    return this.buffer.ptr + this.offset;
+  }
+}
+
+// The graph capture in progress on this JS thread, if any (captureGraph's callback runs
+// synchronously, so there is at most one): the buffers its work names and the buffers
+// allocated during it. A buffer the capture names belongs to the graph: freeing it is refused
+// while the graph lives (its replays would write freed memory), except for a buffer allocated
+// during the capture and freed during it, whose memory the graph's private pool keeps.
+export interface CaptureRecord {
+  readonly device: number;
+  /** Buffers the captured work names (launches, async copies). */
+  readonly named: Set<DeviceBuffer>;
+  /** Buffers allocated while the capture ran. */
+  readonly allocated: Set<DeviceBuffer>;
+}
+
+/** The capture in progress on this thread, or null (read on every alloc: keep it a plain binding). */
+export let recording: CaptureRecord | null = null;
+
+/** @internal For compute/graph.ts: the capture starts (a record) or ends (null). */
+export function setRecording(r: CaptureRecord | null): void {
+  recording = r;
+}
 
 export interface AsyncCopyOptions {
   /** Where in this buffer, in bytes (default 0). */

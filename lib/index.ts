@@ -2,7 +2,8 @@
 export * as memory from './memory.js';
 export * as cuda from './cuda.js';
 export * as compute from './compute/index.js';
-export * as analysis from './analysis/index.js';
+export * as analysis from './analysis-api.js';
+export * as replay from './replay/index.js';
 export * as monitoring from './monitoring/index.js';
 export * as interop from './interop/index.js';
 export { DeviceBuffer } from './device-buffer.js';

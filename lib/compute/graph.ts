@@ -5,7 +5,7 @@
 // queries no event meanwhile (docs/compute.md, "Graphs"; the Note in
 // native/allocator/policy/captures.cpp).
 import { ArgumentTypeError, InvalidArgumentError } from '../errors.js';
-import { holdForGraph, type DeviceBuffer } from '../device-buffer.js';
+import { holdForGraph, recording, setRecording, type CaptureRecord, type DeviceBuffer } from '../device-buffer.js';
 import { native } from '../native.js';
 import { resolveDevice } from '../device.js';
 import { generation } from '../generation.js';
@@ -14,7 +14,6 @@ import { checkStream, type Stream } from '../stream.js';
 import { checkOptions, describe, typeError } from '../validate.js';
 import { tuple } from '../snapshot/tuple.js';
 import { markGraphOwnedPool } from '../snapshot/pool-id.js';
-import { recording, setRecording, type CaptureRecord } from './capture-state.js';
 
 /**
  * Which calls a capture forbids while it runs (the driver's CUstreamCaptureMode):

@@ -1,8 +1,8 @@
 // The `compute` namespace: kernels on the allocator's buffers, and events.
 export { Module, type ModuleLoadOptions } from './module.js';
-export { Kernel, type LaunchConfig, type Dim3 } from './kernel.js';
-export { Event, type EventOptions } from './event.js';
-export { BufferView } from './buffer-view.js';
+export { Kernel, type KernelModule, type LaunchConfig, type Dim3 } from './kernel.js';
+export { Event, type EventOptions } from '../stream.js';
+export { BufferView } from '../device-buffer.js';
 export { captureGraph, graphPoolHandle, captureState, CudaGraph, GraphPool, type CaptureMode, type CaptureOptions } from './graph.js';
 export { compile, compilerInfo, type CompileOptions, type CompiledProgram } from './compile.js';
 export type { ParamType, ScalarType, StructType, ArgOf, ArgsOf } from './signature.js';

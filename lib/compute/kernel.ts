@@ -2,14 +2,11 @@
 // the arguments into the kernel's own parameter buffer (kept between launches), checks each
 // against its type, and makes one native call, in which the allocator checks every buffer
 // and records it on the launch's stream.
-import { DeviceBuffer, nameForCapture } from '../device-buffer.js';
+import { BufferView, DeviceBuffer, nameForCapture, recording } from '../device-buffer.js';
 import { ArgumentTypeError, InvalidArgumentError } from '../errors.js';
 import { native } from '../native.js';
 import { checkStream, defaultStream, type Stream } from '../stream.js';
 import { checkInteger, checkOptions, describe, rangeError, typeError } from '../validate.js';
-import { BufferView } from './buffer-view.js';
-import { recording } from './capture-state.js';
-import type { Module } from './module.js';
 import { Kind, type ArgsOf, type Layout, type ParamType } from './signature.js';
 import type { KernelAttributes } from '../../binding.js';
 
@@ -50,14 +47,26 @@ const INT_RANGE: Partial<Record<Kind, [number, number, string]>> = {
   [Kind.U32]: [0, U32_MAX, 'u32'],
 };
 
+/**
+ * The module a kernel was taken from, as the kernel holds it (a compute.Module: the kernel
+ * needs no more of it, and so module.ts alone knows both).
+ */
+export interface KernelModule {
+  readonly device: number;
+  readonly unloaded: boolean;
+  /** @internal The module's native handle, checked live (throws once unloaded). */
+  id(operation: string): number;
+}
+
 /** @internal For Module.getKernel only. */
-export function makeKernel<T extends readonly ParamType[]>(module: Module, name: string, id: number, layout: Layout,
+export function makeKernel<T extends readonly ParamType[]>(module: KernelModule, name: string, id: number, layout: Layout,
   attributes: KernelAttributes, checked: boolean): Kernel<T> {
   return new Kernel<T>(KERNEL_KEY, module, name, id, layout, attributes, checked);
 }
 
 export class Kernel<T extends readonly ParamType[] = readonly ParamType[]> {
-  readonly module: Module;
+  /** The module it was taken from. */
+  readonly module: KernelModule;
   readonly name: string;
   readonly device: number;
   /** The parameter types, as given. */
@@ -74,7 +83,7 @@ export class Kernel<T extends readonly ParamType[] = readonly ParamType[]> {
   readonly #uses: Float64Array;
 
   /** @internal Kernels come from Module.getKernel(). */
-  constructor(key: typeof KERNEL_KEY, module: Module, name: string, id: number, layout: Layout,
+  constructor(key: typeof KERNEL_KEY, module: KernelModule, name: string, id: number, layout: Layout,
     attributes: KernelAttributes, checked: boolean) {
     if (key !== KERNEL_KEY) {
       throw new ArgumentTypeError('Kernel cannot be constructed directly; use module.getKernel(name, params)',
@@ -259,7 +268,7 @@ export class Kernel<T extends readonly ParamType[] = readonly ParamType[]> {
     if (recording !== null) this.#nameBuffers(args);
   }
 
-  // The buffers a captured launch names belong to the graph (capture-state.ts).
+  // The buffers a captured launch names belong to the graph (device-buffer.ts's CaptureRecord).
   #nameBuffers(args: readonly unknown[]): void {
     const kinds = this.#layout.kinds;
     for (let i = 0; i < kinds.length; i++) {

@@ -4,7 +4,7 @@ import { native } from '../native.js';
 import { resolveDevice } from '../device.js';
 import { generation } from '../generation.js';
 import { checkOptions, checkString, checkStringRecord, typeError } from '../validate.js';
-import { Kernel, makeKernel } from './kernel.js';
+import { Kernel, makeKernel, type KernelModule } from './kernel.js';
 import { layoutOf, type ParamType } from './signature.js';
 
 const ELF = [0x7f, 0x45, 0x4c, 0x46];
@@ -35,7 +35,7 @@ export interface ModuleLoadOptions {
   names?: Record<string, string>;
 }
 
-export class Module {
+export class Module implements KernelModule {
   readonly device: number;
   #id: number;
   #unloaded = false;

@@ -3,7 +3,7 @@
 // as the compiler lays out a kernel's parameters), and the TypeScript types of a launch's
 // arguments, derived from the same list.
 import type { DeviceBuffer } from '../device-buffer.js';
-import type { BufferView } from './buffer-view.js';
+import type { BufferView } from '../device-buffer.js';
 import { ArgumentTypeError } from '../errors.js';
 import { describe } from '../validate.js';
 

@@ -80,7 +80,7 @@ import { inferInitialLive, releasingAction, segmentDelta } from '../analysis/tim
 import { releasesInOrder, settingsOf, startsCacheRelease } from './reading.js';
 import { settingsDict, sizePolicy } from './engine.js';
 import { rangeHolding } from '../analysis/ranges.js';
-import { SMALL_SEGMENT, SMALL_SIZE } from './start.js';
+import { SMALL_SEGMENT, SMALL_SIZE } from './sizes.js';
 import { poolKey } from '../snapshot/pool-id.js';
 
 interface Instance {

@@ -1,7 +1,7 @@
 // What a recorded history says beyond its allocs and frees, for replay: its settings, where
 // the cache was released and whether inside a request, the device's size, why the replay
 // parted from it, and the order of segment events to compare with ours. (The segments of
-// its start: start.ts.)
+// its start: start-layout.ts.)
 //
 // Note [Releases inside a request]
 // A request that finds no cached block and no room on the device synchronizes every pending
@@ -38,7 +38,7 @@ import { replayEngine } from './engine.js';
 import { humanBytes } from '../format.js';
 import { snapshotArg } from '../analysis/args.js';
 import { segmentDelta } from '../analysis/timeline.js';
-import { SMALL_SEGMENT } from './start.js';
+import { SMALL_SEGMENT } from './sizes.js';
 import { poolKey } from '../snapshot/pool-id.js';
 
 /** A segment free or unmap: memory given back. */

@@ -11,7 +11,7 @@ import type { Segment, Snapshot, TraceEntry } from '../snapshot/types.js';
 import { InitialLive, releasingAction, reservedAtStartOf, segmentDelta, type LiveAllocation } from '../analysis/timeline.js';
 import { recordedCapacity, settingsOf } from './reading.js';
 import { inferPrivatePools, type InferredPools } from './pools.js';
-import { firstAllocSegment, startLayout, type StartLayout } from './start.js';
+import { firstAllocSegment, startLayout, type StartLayout } from './start-layout.js';
 import { poolKey } from '../snapshot/pool-id.js';
 
 export interface Recording {
@@ -33,7 +33,7 @@ export interface Recording {
   initial: Map<number, LiveAllocation>;
   initialSlot: Map<number, number>;
   /** The start's segments as recorded (under the recorded settings; expandable segments
-   *  are not placed), and the start segment the first entry may have made (start.ts). */
+   *  are not placed), and the start segment the first entry may have made (start-layout.ts). */
   start: StartLayout;
   firstSegment: number;
   /** Per entry: for an alloc, its slot; for a free (freeAt), the slot it releases; else -1. */

@@ -2,9 +2,10 @@
 // reserved memory and segment events with the recording: "would this workload fit, and
 // would the cache have grown the same way?".
 //
-// The parts: the recording read once (recording.ts; its start, start.ts; the private pools
-// of a file that names none, pools.ts), the simulated GPU (driver.ts, over the engine
-// engine.ts chooses: the addon's, or its wasm build), the cache releases and how each is met (releases.ts; the rules:
+// The parts: the recording read once (recording.ts; its start, start-layout.ts; the private
+// pools of a file that names none, pools.ts), the simulated GPU (driver.ts, over the engine
+// engine.ts chooses: the addon's, or its wasm build), the start rebuilt on it
+// (start-rebuild.ts), the cache releases and how each is met (releases.ts; the rules:
 // reading.ts), where the two sides first part (divergence.ts), which reading of unnamed
 // pools to replay on (search.ts). This file is the loop.
 import { CudaOutOfMemoryError } from '../errors.js';
@@ -20,7 +21,7 @@ import { SimDriver } from './driver.js';
 import { replayEngine } from './engine.js';
 import { DECIDE, FAIL, FREE_IN_REQUEST, Releases } from './releases.js';
 import { Divergence } from './divergence.js';
-import { rebuildStart } from './start.js';
+import { rebuildStart } from './start-rebuild.js';
 import { poolKey } from '../snapshot/pool-id.js';
 
 /**

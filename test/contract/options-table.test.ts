@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { configFromSettings } from '../../lib/allocator-options.js';
 import { nativeEngine } from '../../lib/replay/native-engine.js';
-import { SMALL_SEGMENT, SMALL_SIZE } from '../../lib/replay/start.js';
+import { SMALL_SEGMENT, SMALL_SIZE } from '../../lib/replay/sizes.js';
 import { native } from '../../lib/native.js';
 // @ts-expect-error: a plain ES module of the scripts, without types
 import { DOC, optionsTable, withTable } from '../../scripts/gen-options-docs.mjs';

@@ -1,6 +1,6 @@
 // The public surface's types, checked by `tsc -p tsconfig.test.json` (part of npm test)
 // and asserted here with expectTypeOf.
-import { describe, expectTypeOf, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import {
   CorruptSnapshotError,
   CudaOutOfMemoryError,
@@ -10,6 +10,7 @@ import {
   MemPool,
   Stream,
   analysis,
+  replay,
   cuda,
   loadSnapshot,
   memory,
@@ -26,10 +27,21 @@ describe('public types', () => {
     expectTypeOf(analysis.diffSnapshots).parameters.toEqualTypeOf<[Snapshot, Snapshot, analysis.DiffOptions?]>();
     expectTypeOf(analysis.findLeaks).returns.toEqualTypeOf<analysis.LeakReport>();
     expectTypeOf<analysis.LeakGroup['growing']>().toEqualTypeOf<boolean>();
-    expectTypeOf(analysis.replayOnSim).returns.toEqualTypeOf<analysis.ReplayReport>();
-    expectTypeOf<analysis.ReplayReport['oom']>().toEqualTypeOf<{ index: number; size: number; message: string } | null>();
-    expectTypeOf(analysis.whatIf).returns.resolves.toEqualTypeOf<analysis.WhatIfReport>();
-    expectTypeOf<analysis.WhatIfRow['ooms']>().toEqualTypeOf<{ recorded: number; here: number }>();
+    expectTypeOf(replay.replayOnSim).returns.toEqualTypeOf<replay.ReplayReport>();
+    expectTypeOf<replay.ReplayReport['oom']>().toEqualTypeOf<{ index: number; size: number; message: string } | null>();
+    expectTypeOf(replay.whatIf).returns.resolves.toEqualTypeOf<replay.WhatIfReport>();
+    expectTypeOf<replay.WhatIfRow['ooms']>().toEqualTypeOf<{ recorded: number; here: number }>();
+  });
+
+  it('analysis keeps replay\'s old names, the same functions and types (deprecated through 0.2.x)', () => {
+    expectTypeOf(analysis.replayOnSim).toEqualTypeOf(replay.replayOnSim);
+    expectTypeOf(analysis.whatIf).toEqualTypeOf(replay.whatIf);
+    expectTypeOf<analysis.ReplayReport>().toEqualTypeOf<replay.ReplayReport>();
+    expectTypeOf<analysis.WhatIfReport>().toEqualTypeOf<replay.WhatIfReport>();
+    const aliases = ['replayOnSim', 'settingsOf', 'whatIf', 'WHAT_IF_SETTINGS'] as const;
+    for (const name of aliases) expect(analysis[name]).toBe(replay[name]);
+    // Nothing else of replay's is reachable through analysis.
+    expect(Object.keys(analysis).filter((k) => k in replay).sort()).toEqual([...aliases].sort());
   });
 
   it('monitoring', () => {

@@ -1,7 +1,7 @@
 // Record a history on the simulator and replay it; what "exact" means for a replay. Shared by
 // the replay tests.
 import { expect } from 'vitest';
-import { CudaOutOfMemoryError, analysis, cuda, memory, type DeviceBuffer } from '../../lib/index.js';
+import { CudaOutOfMemoryError, replay, cuda, memory, type DeviceBuffer } from '../../lib/index.js';
 import type { Snapshot } from '../../lib/snapshot/types.js';
 import { wasmEnginePath } from '../../lib/replay/wasm-engine.js';
 
@@ -17,9 +17,9 @@ export const wasmBuilt = ((): boolean => {
 })();
 
 /** Replays on the native engine and, where it is built, on the wasm one too: the reports must be equal. */
-export function replayOnBoth(snap: Snapshot, options: Parameters<typeof analysis.replayOnSim>[1] = {}) {
-  const report = analysis.replayOnSim(snap, { ...options, engine: 'native' });
-  if (wasmBuilt) expect(analysis.replayOnSim(snap, { ...options, engine: 'wasm' })).toEqual(report);
+export function replayOnBoth(snap: Snapshot, options: Parameters<typeof replay.replayOnSim>[1] = {}) {
+  const report = replay.replayOnSim(snap, { ...options, engine: 'native' });
+  if (wasmBuilt) expect(replay.replayOnSim(snap, { ...options, engine: 'wasm' })).toEqual(report);
   return report;
 }
 

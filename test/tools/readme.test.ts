@@ -40,7 +40,7 @@ describe('README example', () => {
     const localize = (code: string) => code.replace(/from '(prom-client|@opentelemetry\/[a-z-]+)'/g, (_m, name: string) => `from ${JSON.stringify(peers.get(name))}`)
       .replace(/^import \{[^}]*\} from 'cuda-caching-allocator';\n/m, '');
     const entry = new URL('../../dist/index.js', import.meta.url).href;
-    const header = `import { cuda, compute, memory, analysis, MemPool, use_mem_pool, loadSnapshot, Stream, DeviceBuffer, CudaOutOfMemoryError } from ${JSON.stringify(entry)};\n`;
+    const header = `import { cuda, compute, memory, analysis, replay, MemPool, use_mem_pool, loadSnapshot, Stream, DeviceBuffer, CudaOutOfMemoryError } from ${JSON.stringify(entry)};\n`;
     let ran = 0;
     for (const doc of docs) {
       const text = readFileSync(new URL(`../../docs/${doc}`, import.meta.url), 'utf8');

@@ -7,7 +7,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CudaOutOfMemoryError, InvalidPointerError, analysis, loadSnapshot } from '../../lib/index.js';
+import { CudaOutOfMemoryError, InvalidPointerError, replay, loadSnapshot } from '../../lib/index.js';
 import type { WhatIfReport } from '../../lib/replay/what-if.js';
 import { replayEngine, type EnginePort } from '../../lib/replay/engine.js';
 import { wasmEngine } from '../../lib/replay/wasm-engine.js';
@@ -24,8 +24,8 @@ describe.skipIf(!wasmBuilt)('the wasm engine replays as the native one does', ()
   it.each(pickles)('%s: equal reports under the recorded settings and two others', (file) => {
     const snap = loadSnapshot(join(FIXTURES, file));
     for (const settings of [undefined, 'expandable_segments:True', 'max_split_size_mb:64,garbage_collection_threshold:0.6']) {
-      const native = analysis.replayOnSim(snap, { settings, engine: 'native' });
-      const wasm = analysis.replayOnSim(snap, { settings, engine: 'wasm' });
+      const native = replay.replayOnSim(snap, { settings, engine: 'native' });
+      const wasm = replay.replayOnSim(snap, { settings, engine: 'wasm' });
       expect(wasm).toEqual(native);
       expect(native.entries).toBeGreaterThan(0);
     }
@@ -34,23 +34,23 @@ describe.skipIf(!wasmBuilt)('the wasm engine replays as the native one does', ()
   it('a small device (the recorded OOMs and more) gives equal reports too', () => {
     const snap = loadSnapshot(join(FIXTURES, 'pytorch-h100-streams.pickle'));
     const options = { capacityBytes: 300 * MiB };
-    const native = analysis.replayOnSim(snap, { ...options, engine: 'native' });
-    expect(analysis.replayOnSim(snap, { ...options, engine: 'wasm' })).toEqual(native);
+    const native = replay.replayOnSim(snap, { ...options, engine: 'native' });
+    expect(replay.replayOnSim(snap, { ...options, engine: 'wasm' })).toEqual(native);
     expect(native.oom).not.toBeNull();
   });
 
   it('what-if on both engines: the same rows, and the report says which ran', async () => {
     const file = join(FIXTURES, 'pytorch-h100-streams.pickle');
     const rows = (r: WhatIfReport) => r.rows.map(({ ms: _, ...row }) => row);
-    const native = await analysis.whatIf(file, { engine: 'native', workers: 2 });
-    const wasm = await analysis.whatIf(file, { engine: 'wasm', workers: 2 });
+    const native = await replay.whatIf(file, { engine: 'native', workers: 2 });
+    const wasm = await replay.whatIf(file, { engine: 'wasm', workers: 2 });
     expect([native.engine, wasm.engine]).toEqual(['native', 'wasm']);
     expect(rows(wasm)).toEqual(rows(native));
   });
 
   it('an unknown engine is refused by name, changing nothing', () => {
     const snap = loadSnapshot(join(FIXTURES, 'pytorch-h100-streams.pickle'));
-    expect(() => analysis.replayOnSim(snap, { engine: 'gpu' as never })).toThrow(
+    expect(() => replay.replayOnSim(snap, { engine: 'gpu' as never })).toThrow(
       expect.objectContaining({ code: 'ERR_CCA_INVALID_ENGINE', message: expect.stringContaining('"gpu"') }));
   });
 });

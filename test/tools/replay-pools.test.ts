@@ -5,7 +5,7 @@
 // back from where the cache was released (lib/replay/pools.ts) and be exact.
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { MemPool, Stream, analysis, cuda, loadSnapshot, memory, use_mem_pool, type DeviceBuffer } from '../../lib/index.js';
+import { MemPool, Stream, replay, cuda, loadSnapshot, memory, use_mem_pool, type DeviceBuffer } from '../../lib/index.js';
 import { inferPrivatePools } from '../../lib/replay/pools.js';
 import { readRecording } from '../../lib/replay/recording.js';
 import { replayRecording } from '../../lib/replay/replay.js';
@@ -119,7 +119,7 @@ describe('replay reads private pools from a trace that names none', () => {
     expect(read.inferred!.open.length).toBeGreaterThan(0);
     const { rec } = replayRecording(read, {});
     expect(rec.inferred!.open.some((run) => run.poolEnd)).toBe(true);  // some open run was a pool's end
-    const w = await analysis.whatIf(r.snap, { workers: 2 });
+    const w = await replay.whatIf(r.snap, { workers: 2 });
     const mine = w.rows.find((x) => x.recorded)!;
     expect([mine.peakReserved, mine.endReserved, mine.deviceMallocs])
       .toEqual([r.report.ours.peakReserved, r.report.ours.endReserved, r.report.ours.segmentGrowths]);

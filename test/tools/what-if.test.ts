@@ -1,11 +1,11 @@
-// `analysis.whatIf` / `cca replay --what-if`: one recorded history replayed under the
+// `replay.whatIf` / `cca replay --what-if`: one recorded history replayed under the
 // recorded settings and the usual remedies in worker threads, each on devices of its own;
 // each row must equal the same replay run here, and the caller's memory is untouched.
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CudaOutOfMemoryError, analysis, cuda, memory, type DeviceBuffer, type Snapshot } from '../../lib/index.js';
+import { CudaOutOfMemoryError, analysis, replay, cuda, memory, type DeviceBuffer, type Snapshot } from '../../lib/index.js';
 import { writeSnapshotFile } from '../../lib/snapshot/dump.js';
 import { MiB } from '../support/helpers.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -39,15 +39,15 @@ describe('what-if', () => {
     const snap = recorded();
     const held = cuda.alloc(5 * MiB);
     const before = memory.memory_stats();
-    const report = await analysis.whatIf(snap, { settings: ['max_split_size_mb:32'], workers: 2 });
+    const report = await replay.whatIf(snap, { settings: ['max_split_size_mb:32'], workers: 2 });
     expect(memory.memory_stats()).toEqual(before);
     held.free();
     expect(report.capacityBytes).toBe(512 * MiB);  // from the recorded OOM entry
     expect(report.workers).toBe(2);
-    expect(report.rows.map((r) => r.settings)).toEqual(['', ...analysis.WHAT_IF_SETTINGS, 'max_split_size_mb:32']);
+    expect(report.rows.map((r) => r.settings)).toEqual(['', ...replay.WHAT_IF_SETTINGS, 'max_split_size_mb:32']);
     expect(report.rows.filter((r) => r.recorded).map((r) => r.settings)).toEqual(['']);
     for (const row of [report.rows[0]!, report.rows[1]!, report.rows.at(-1)!]) {
-      const here = analysis.replayOnSim(snap, { settings: row.settings });
+      const here = replay.replayOnSim(snap, { settings: row.settings });
       expect(row.peakReserved).toBe(here.ours.peakReserved);
       expect(row.endReserved).toBe(here.ours.endReserved);
       expect(row.deviceMallocs).toBe(here.ours.segmentGrowths);
@@ -61,10 +61,10 @@ describe('what-if', () => {
 
   it('refuses bad settings and options before starting any process', async () => {
     const snap = recorded();
-    await expect(analysis.whatIf(snap, { settings: ['bogus:1'] })).rejects.toMatchObject({ code: 'ERR_CCA_INVALID_CONFIG' });
-    await expect(analysis.whatIf(snap, { settings: 'expandable_segments:True' as never })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' });
-    await expect(analysis.whatIf(snap, { workrs: 2 } as never)).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' });
-    await expect(analysis.whatIf({} as never)).rejects.toMatchObject({ code: 'ERR_CCA_CORRUPT_SNAPSHOT' });
+    await expect(replay.whatIf(snap, { settings: ['bogus:1'] })).rejects.toMatchObject({ code: 'ERR_CCA_INVALID_CONFIG' });
+    await expect(replay.whatIf(snap, { settings: 'expandable_segments:True' as never })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' });
+    await expect(replay.whatIf(snap, { workrs: 2 } as never)).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' });
+    await expect(replay.whatIf({} as never)).rejects.toMatchObject({ code: 'ERR_CCA_CORRUPT_SNAPSHOT' });
   });
 
   it('cca replay --what-if prints the table, and --json the report', () => {
