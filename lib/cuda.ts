@@ -8,7 +8,7 @@ import { stacks, tags } from './history/stack-store.js';
 import { currentMetadata } from './history/metadata.js';
 import { notifyOutOfMemory } from './oom.js';
 import { native, nativeStatus } from './native.js';
-import { callSlots } from './call-slots.js';
+import { AllocSlot, callSlots } from './call-slots.js';
 import { Stream, checkStream, defaultStream } from './stream.js';
 import { generation, setGeneration } from './generation.js';
 import { resetCurrentDevice, resolveDevice } from './device.js';
@@ -87,18 +87,18 @@ export function alloc(size: number, options?: AllocOptions): DeviceBuffer {
   }
   const stackId = capture.level !== 0 && sampleStack() ? stacks.capture(alloc) : 0;
   const slots = callSlots();
-  slots[0] = stream.device;
-  slots[1] = size;
-  slots[2] = stream.handle;
-  slots[3] = stackId;
-  slots[4] = tagId;
+  slots[AllocSlot.Device] = stream.device;
+  slots[AllocSlot.Size] = size;
+  slots[AllocSlot.Stream] = stream.handle;
+  slots[AllocSlot.StackId] = stackId;
+  slots[AllocSlot.TagId] = tagId;
   try {
     native.allocInSlots();
   } catch (e) {
     if (e instanceof CudaOutOfMemoryError) notifyOutOfMemory(e);
     throw e;
   }
-  const buffer = makeDeviceBuffer(slots[0]!, size, stream, generation());
+  const buffer = makeDeviceBuffer(slots[AllocSlot.Ptr]!, size, stream, generation());
   if (recording !== null) recording.allocated.add(buffer);
   return buffer;
 }

@@ -9,7 +9,8 @@
 // taken every 50,000 events, so a click never replays more than that.
 
 // The data's shape, as lib/viewer/model.ts writes it. Declared again here because a script
-// cannot import; test/tools/viewer.test.ts runs this page's logic on model.ts's output.
+// cannot import; test/contract/viewer-shape.test.ts holds the two declarations together, and
+// test/tools/viewer.test.ts runs this page's logic on model.ts's output.
 interface RawDevice {
   device: number;
   count: number;
@@ -64,7 +65,7 @@ interface PoolBands {
 interface ViewerInput {
   title: string;
   actions: string[];
-  blockStates: string[];
+  blockStates: readonly string[];
   stacks: string[][];
   tags: string[];
   devices: RawDevice[];

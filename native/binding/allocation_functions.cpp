@@ -81,19 +81,19 @@ CCA_HOT_INLINE AddonState* enter_slotted(napi_env env, napi_callback_info info) 
   return plain_hand_over(env, data) ? static_cast<AddonState*>(data) : nullptr;
 }
 
-// allocInSlots(): alloc with slots [device, size, stream, stackId, tagId]; the pointer goes
-// to slot 0.
+// allocInSlots(): alloc with its numbers in the slots (call_slots.h's AllocSlot); the pointer
+// goes back in the device's slot.
 CCA_HOT napi_value AllocInSlots(napi_env env, napi_callback_info info) {
   AddonState* state = enter_slotted(env, info);
   if (state == nullptr) return nullptr;
   return guarded_plain(env, [&]() -> napi_value {
     double* s = state->slots.words();
-    const int device = to_device(s[0]);
-    const std::uint64_t size = to_size(s[1]);
-    const std::uint64_t stream = to_u64(s[2], "stream");
-    const CallContext ctx{to_id(s[3], "stackId"), to_id(s[4], "tagId")};
+    const int device = to_device(s[kAllocDevice]);
+    const std::uint64_t size = to_size(s[kAllocSize]);
+    const std::uint64_t stream = to_u64(s[kAllocStream], "stream");
+    const CallContext ctx{to_id(s[kAllocStackId], "stackId"), to_id(s[kAllocTagId], "tagId")};
     const DevicePtr p = runtime_of(*state).allocator(device).malloc(size, stream, state->owner, ctx);
-    s[0] = static_cast<double>(p);
+    s[kAllocPtr] = static_cast<double>(p);
     return nullptr;
   });
 }
@@ -130,12 +130,13 @@ napi_value Noop(napi_env env, napi_callback_info info) {
   return result;
 }
 
-// noopInSlots(): allocInSlots's crossing with no allocator work (slot 0 becomes slot 1).
+// noopInSlots(): allocInSlots's crossing with no allocator work (the size comes back as the
+// pointer).
 napi_value NoopInSlots(napi_env env, napi_callback_info info) {
   AddonState* state = enter_slotted(env, info);
   if (state == nullptr) return nullptr;
   double* s = state->slots.words();
-  s[0] = s[1];
+  s[kAllocPtr] = s[kAllocSize];
   return nullptr;
 }
 

@@ -19,4 +19,16 @@ constexpr std::size_t kCallSlots = 8;
 
 using CallSlots = SharedWords<kCallSlots>;
 
+// allocInSlots's slots: what it reads, and where the pointer goes. lib/call-slots.ts's
+// AllocSlot is the JS side; test/contract/call-slot-layout.test.ts holds the two together.
+enum AllocSlot : std::size_t {
+  kAllocDevice = 0,
+  kAllocSize = 1,
+  kAllocStream = 2,
+  kAllocStackId = 3,
+  kAllocTagId = 4,
+  kAllocPtr = 0,  // written after the reads
+};
+static_assert(kAllocTagId < kCallSlots, "allocInSlots reads past the slots");
+
 }  // namespace cca::binding
