@@ -56,7 +56,7 @@ export class Releases {
     this.#maxSplit = typeof active.max_split_size === 'number' && active.max_split_size > 0;
     // With a memory fraction the limit, not the device, refuses new segments: our requests
     // meet it by themselves (and collect garbage, with a threshold), so nothing is injected.
-    this.#limited = driver.plan(0, 0, 0).limited;  // size 0 asks only: is a memory fraction set?
+    this.#limited = typeof active.per_process_memory_fraction === 'number' && active.per_process_memory_fraction >= 0;  // -1: not set
     const collects = this.#limited && typeof active.garbage_collection_threshold === 'number' && active.garbage_collection_threshold > 0;
     this.inOrder = releasesInOrder(active);
     this.#candidates = releasesInRequests(rec.trace, rec.freeAt, active.expandable_segments === true, this.#maxSplit || collects, this.inOrder);

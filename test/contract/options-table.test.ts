@@ -58,7 +58,8 @@ describe('the allocator options table', () => {
   it('writes a settings dict back as a config string that gives the same dict', () => {
     const configs = ['', 'max_split_size_mb:64', 'expandable_segments:True,garbage_collection_threshold:0.75',
       'roundup_power2_divisions:[64:8,256:4,>:1]', 'roundup_power2_divisions:4,pinned_num_register_threads:8',
-      'release_lock_on_cudamalloc:True,pinned_use_cuda_host_register:True,graph_capture_record_stream_reuse:True'];
+      'release_lock_on_cudamalloc:True,pinned_use_cuda_host_register:True,graph_capture_record_stream_reuse:True',
+      'per_process_memory_fraction:0.5,garbage_collection_threshold:0.6', 'per_process_memory_fraction:1'];
     for (const config of configs) {
       const { PYTORCH_CUDA_ALLOC_CONF: _source, ...dict } = native.allocatorSettings(config);
       const again = configFromSettings(dict, nativeEngine);
@@ -67,6 +68,12 @@ describe('the allocator options table', () => {
     }
     expect(configFromSettings({}, nativeEngine)).toBe('');
     expect(configFromSettings({ max_split_size: -1, expandable_segments: 'yes' }, nativeEngine)).toBe('');
+  });
+
+  it('shows the memory fraction as set by the config, -1 when not (a fraction of 1.0 set still caps)', () => {
+    expect(native.allocatorSettings('').per_process_memory_fraction).toBe(-1);
+    expect(native.allocatorSettings('per_process_memory_fraction:0.25').per_process_memory_fraction).toBe(0.25);
+    expect(native.allocatorSettings('per_process_memory_fraction:1').per_process_memory_fraction).toBe(1);
   });
 });
 

@@ -48,21 +48,25 @@ struct OptionContext {
   Bytes min_segment_mb;  // large_segment_size_mb as given, else its default
 };
 
+using ApplyOption = void (*)(const OptionValue& value, const OptionContext& context, AllocatorConfig& config);
+using ReportOption = SettingValue (*)(const AllocatorConfig& config);
+
+// One row, its fields named where the table is written (options.cpp: Row's setters).
 struct OptionSpec {
-  const char* key;
-  OptionKind kind;
+  const char* key = nullptr;
+  OptionKind kind = OptionKind::kBoolean;
   // Applied before the other options, whose bounds it sets.
-  bool first;
+  bool first = false;
   // For the docs: the default, what is accepted, and what it does.
-  const char* default_text;
-  const char* valid_text;
-  const char* meaning;
+  const char* default_text = "";
+  const char* valid_text = "";
+  const char* meaning = "";
   // The option's name in the allocator_settings dict, or nullptr if the dict omits it.
-  const char* setting;
+  const char* setting = nullptr;
   // Checks the value (PyTorch's wording when it is refused) and stores it.
-  void (*apply)(const OptionValue& value, const OptionContext& context, AllocatorConfig& config);
+  ApplyOption apply = nullptr;
   // The stored value as the settings dict shows it (rows with a setting).
-  SettingValue (*report)(const AllocatorConfig& config);
+  ReportOption report = nullptr;
 };
 
 const std::vector<OptionSpec>& allocator_options();
