@@ -5,6 +5,7 @@
 // that would serve it, and what it would release before a retry).
 #include "replay_functions.h"
 
+#include "../allocator/policy/facets/replay_planner.h"
 #include "../allocator/policy/size_policy.h"
 #include "export.h"
 #include "args.h"
@@ -13,7 +14,7 @@ namespace cca::binding {
 
 namespace {
 
-// (device, size, stream, pool): the request the read-only questions below are about.
+// (device, size, stream, pool): the request planMalloc asks about.
 struct Request {
   DeviceCachingAllocator& allocator;
   std::uint64_t size;
@@ -51,7 +52,7 @@ Napi::Value PlaceSegment(const Napi::CallbackInfo& info) {
     live[i].requested = to_u64(layout[3 * i + 2], "requested size");
   }
   const std::vector<DevicePtr> ptrs =
-      runtime(info).allocator(device).place_segment(size, stream, pool, small, live, state(env).owner);
+      ReplayPlanner(runtime(info).allocator(device)).place_segment(size, stream, pool, small, live, state(env).owner);
   Napi::Float64Array out = Napi::Float64Array::New(env, ptrs.size());
   for (std::size_t i = 0; i < ptrs.size(); ++i) out[i] = static_cast<double>(ptrs[i]);
   return out;
@@ -74,7 +75,7 @@ Napi::Value SizePolicy(const Napi::CallbackInfo& info) {
 Napi::Value PlanMalloc(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const Request q = request_arg(info);
-  const DeviceCachingAllocator::MallocPlan plan = q.allocator.plan_malloc(q.size, q.stream, q.pool);
+  const MallocPlan plan = ReplayPlanner(q.allocator).plan_malloc(q.size, q.stream, q.pool);
   Napi::Object o = Napi::Object::New(env);
   if (plan.cached) {
     Napi::Object c = Napi::Object::New(env);
@@ -98,7 +99,7 @@ Napi::Value PlanMalloc(const Napi::CallbackInfo& info) {
 // unplaceSegment(device, base): gives back a placed segment that holds nothing.
 Napi::Value UnplaceSegment(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  runtime(info).allocator(device_arg(info, 0)).unplace_segment(u64_arg(info, 1, "base"));
+  ReplayPlanner(runtime(info).allocator(device_arg(info, 0))).unplace_segment(u64_arg(info, 1, "base"));
   return env.Undefined();
 }
 

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "../common/errors.h"
+#include "../allocator/policy/facets/client_calls.h"
 #include "../runtime/process_runtime.h"
 #include "thread_frees.h"
 #include "clients.h"
@@ -97,7 +98,7 @@ cca_status api_free(cca_client* client, int device, cca_ptr ptr) {
   if (ptr == 0) return CCA_OK;
   return guarded([&] {
     DeviceCachingAllocator& a = client->runtime->allocator(device);
-    a.free_owned(ptr, client->owner, CallContext{0, client->tag}, client->counters[static_cast<std::size_t>(device)]);
+    ClientCalls(a).free_owned(ptr, client->owner, CallContext{0, client->tag}, client->counters[static_cast<std::size_t>(device)]);
   });
 }
 

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "../common/errors.h"
+#include "../allocator/policy/facets/client_calls.h"
 #include "../runtime/process_runtime.h"
 
 namespace cca {
@@ -96,7 +97,7 @@ std::vector<ClientInfo> client_infos() {
       // Each device's allocator writes its counters under its lock; read them under it too.
       // (A replaced or shut-down runtime's: its clients were all closed first, so no writer.)
       const OwnerCounters c = runtime != nullptr && d < runtime->device_count()
-                                  ? runtime->allocator(d).read_counters(e.counters[d])
+                                  ? ClientCalls(runtime->allocator(d)).read_counters(e.counters[d])
                                   : e.counters[d];
       if (c.num_allocs == 0) continue;  // never allocated there
       ClientInfo info;

@@ -13,6 +13,7 @@
 #include "../common/errors.h"
 #include "../common/message_format.h"
 #include "exports.h"
+#include "../allocator/policy/facets/ipc.h"
 
 namespace cca {
 
@@ -46,7 +47,7 @@ std::multimap<std::tuple<Runtime*, int, DevicePtr>, IpcCounterPage*>& g_opens =
 
 std::vector<unsigned char> export_ipc_handle(Runtime& runtime, int device, DevicePtr base) {
   DeviceCachingAllocator& a = runtime.allocator(device);
-  const DeviceCachingAllocator::IpcExport e = a.export_ipc(base);
+  const IpcExport e = IpcFacet(a).export_allocation(base);
   const IpcCounter counter = ipc_counter(runtime, device, base);
   Wire w{};
   w.magic = kWireMagic;
@@ -102,7 +103,7 @@ IpcImport open_ipc_handle(Runtime& runtime, const unsigned char* bytes, std::siz
   out.device = w.device;
   out.size = w.size;
   try {
-    out.ptr = runtime.allocator(w.device).open_ipc(w.handle, w.offset, w.size);
+    out.ptr = IpcFacet(runtime.allocator(w.device)).open(w.handle, w.offset, w.size);
   } catch (...) {
     counter->open.fetch_sub(1, std::memory_order_acq_rel);
     munmap(page, sizeof(IpcCounterPage));
@@ -125,7 +126,7 @@ void close_ipc_handle(Runtime& runtime, int device, DevicePtr ptr) {
     counter = it->second;
     g_opens.erase(it);
   }
-  runtime.allocator(device).close_ipc(ptr);  // unmapped first, then the exporter may free it
+  IpcFacet(runtime.allocator(device)).close(ptr);  // unmapped first, then the exporter may free it
   counter->open.fetch_sub(1, std::memory_order_acq_rel);
   munmap(counter, sizeof(IpcCounterPage));
 }

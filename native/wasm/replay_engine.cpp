@@ -20,6 +20,7 @@
 #include "../allocator/policy/caching_allocator.h"
 #include "../allocator/policy/config.h"
 #include "../allocator/policy/options.h"
+#include "../allocator/policy/facets/replay_planner.h"
 #include "../allocator/policy/size_policy.h"
 #include "../allocator/state/stats.h"
 #include "../common/errors.h"
@@ -283,19 +284,19 @@ EMSCRIPTEN_KEEPALIVE int cca_place_segment(double size, double stream, double po
       live[i].requested = u64(layout[3 * i + 2]);
     }
     const std::vector<DevicePtr> ptrs =
-        allocator().place_segment(u64(size), u64(stream), static_cast<std::uint32_t>(pool), small != 0, live, 0);
+        ReplayPlanner(allocator()).place_segment(u64(size), u64(stream), static_cast<std::uint32_t>(pool), small != 0, live, 0);
     for (std::size_t i = 0; i < ptrs.size(); ++i) put(i, num(ptrs[i]));
   });
 }
 EMSCRIPTEN_KEEPALIVE int cca_unplace_segment(double base) {
-  return guarded([&] { allocator().unplace_segment(u64(base)); });
+  return guarded([&] { ReplayPlanner(allocator()).unplace_segment(u64(base)); });
 }
 
 // out: cached (0/1), its ptr, its size, limited, limitReleases, oversizeRetries, n, then n
 // oversize segment sizes.
 EMSCRIPTEN_KEEPALIVE int cca_plan_malloc(double size, double stream, double pool) {
   return guarded([&] {
-    const auto plan = allocator().plan_malloc(u64(size), u64(stream), static_cast<std::uint32_t>(pool));
+    const auto plan = ReplayPlanner(allocator()).plan_malloc(u64(size), u64(stream), static_cast<std::uint32_t>(pool));
     put(0, plan.cached ? 1 : 0);
     put(1, plan.cached ? num(plan.cached->ptr) : 0);
     put(2, plan.cached ? num(plan.cached->size) : 0);

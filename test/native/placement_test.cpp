@@ -1,6 +1,7 @@
 // place_segment: replay's rebuild of a recorded segment. The layout must come out as given,
 // behave afterwards like any other segment, and a layout that is not one must change nothing.
 #include "fixture.h"
+#include "../../native/allocator/policy/facets/replay_planner.h"
 #include "harness.h"
 
 using namespace cca;
@@ -25,7 +26,7 @@ using L = std::vector<std::tuple<std::size_t, std::size_t, bool>>;
 TEST(a_placed_segment_has_its_live_blocks_at_their_offsets_and_free_gaps_between) {
   Fixture f;
   auto& a = f.a();
-  const std::vector<DevicePtr> p = a.place_segment(40 * MiB, 0, 0, false,
+  const std::vector<DevicePtr> p = ReplayPlanner(a).place_segment(40 * MiB, 0, 0, false,
                                                    {{0, 2 * MiB + 512, 2 * MiB + 100}, {8 * MiB, 4 * MiB, 4 * MiB}, {30 * MiB, 10 * MiB, 9 * MiB}}, 7);
   CHECK_EQ(p.size(), std::size_t{4});  // the segment, then its live blocks
   const DevicePtr base = p[0];
@@ -56,24 +57,24 @@ TEST(a_placed_segment_has_its_live_blocks_at_their_offsets_and_free_gaps_between
 TEST(placed_small_and_free_segments_and_mem_pool_segments) {
   Fixture f;
   auto& a = f.a();
-  const std::vector<DevicePtr> small = a.place_segment(2 * MiB, 0, 0, true, {{512 * KiB, 4 * KiB, 4000}}, 0);
+  const std::vector<DevicePtr> small = ReplayPlanner(a).place_segment(2 * MiB, 0, 0, true, {{512 * KiB, 4 * KiB, 4000}}, 0);
   const DevicePtr small_base = small[0];
   CHECK_EQ(small[1], small_base + 512 * KiB);
   CHECK(layout(a, small_base) == L({{0, 512 * KiB, false}, {512 * KiB, 4 * KiB, true}, {516 * KiB, 2 * MiB - 516 * KiB, false}}));
   CHECK_EQ(a.malloc(4 * KiB, 0), small_base);  // the smaller gap, in the small pool
-  const DevicePtr free_base = a.place_segment(24 * MiB, 0, 0, false, {}, 0).at(0);
+  const DevicePtr free_base = ReplayPlanner(a).place_segment(24 * MiB, 0, 0, false, {}, 0).at(0);
   CHECK_EQ(segments(a).size(), std::size_t{2});
   const std::uint64_t device_allocs = a.stats().num_device_alloc;
   const DevicePtr in_free = a.malloc(20 * MiB, 0);  // the free placed segment serves it
   CHECK_EQ(a.stats().num_device_alloc, device_allocs);
   a.free(in_free);
   // A placed segment that holds nothing can be given back; one that holds a block cannot.
-  CHECK_THROWS(a.unplace_segment(small_base), InvalidPointerError, "");
-  CHECK_THROWS(a.unplace_segment(free_base + 512), InvalidPointerError, "");
-  a.unplace_segment(free_base);
+  CHECK_THROWS(ReplayPlanner(a).unplace_segment(small_base), InvalidPointerError, "");
+  CHECK_THROWS(ReplayPlanner(a).unplace_segment(free_base + 512), InvalidPointerError, "");
+  ReplayPlanner(a).unplace_segment(free_base);
   CHECK_EQ(segments(a).size(), std::size_t{1});
   const std::uint32_t pool = a.create_pool();
-  const DevicePtr pooled = a.place_segment(20 * MiB, 0, pool, false, {{0, 12 * MiB, 12 * MiB}}, 0)[1];
+  const DevicePtr pooled = ReplayPlanner(a).place_segment(20 * MiB, 0, pool, false, {{0, 12 * MiB, 12 * MiB}}, 0)[1];
   CHECK_EQ(a.snapshot(pool, false).segments.size(), std::size_t{1});
   CHECK_EQ(a.snapshot(pool, false).segments[0].address, pooled);
   CHECK(a.malloc(8 * MiB, 0) != pooled + 12 * MiB);  // the pool's free tail is the pool's alone
@@ -96,20 +97,20 @@ TEST(a_layout_that_is_not_one_is_refused_and_changes_nothing) {
       {{0, 4 * MiB, 5 * MiB}},                                // asked for more than its block
       {{0, 0, 0}},                                            // empty
   };
-  for (const auto& live : bad) CHECK_THROWS(a.place_segment(20 * MiB, 0, 0, false, live, 0), InvalidArgumentError, "ERR_INVALID_ARG_VALUE");
-  CHECK_THROWS(a.place_segment(4 * MiB, 0, 0, true, {}, 0), InvalidArgumentError, "ERR_INVALID_ARG_VALUE");  // small is 2 MiB
-  CHECK_THROWS(a.place_segment(20 * MiB + 100, 0, 0, false, {}, 0), InvalidArgumentError, "ERR_INVALID_ARG_VALUE");
-  CHECK_THROWS(a.place_segment(20 * MiB, 12345, 0, false, {}, 0), InvalidArgumentError, "ERR_CCA_INVALID_STREAM");
-  CHECK_THROWS(a.place_segment(20 * MiB, 0, 99, false, {}, 0), InvalidArgumentError, "ERR_CCA_INVALID_POOL");
+  for (const auto& live : bad) CHECK_THROWS(ReplayPlanner(a).place_segment(20 * MiB, 0, 0, false, live, 0), InvalidArgumentError, "ERR_INVALID_ARG_VALUE");
+  CHECK_THROWS(ReplayPlanner(a).place_segment(4 * MiB, 0, 0, true, {}, 0), InvalidArgumentError, "ERR_INVALID_ARG_VALUE");  // small is 2 MiB
+  CHECK_THROWS(ReplayPlanner(a).place_segment(20 * MiB + 100, 0, 0, false, {}, 0), InvalidArgumentError, "ERR_INVALID_ARG_VALUE");
+  CHECK_THROWS(ReplayPlanner(a).place_segment(20 * MiB, 12345, 0, false, {}, 0), InvalidArgumentError, "ERR_CCA_INVALID_STREAM");
+  CHECK_THROWS(ReplayPlanner(a).place_segment(20 * MiB, 0, 99, false, {}, 0), InvalidArgumentError, "ERR_CCA_INVALID_POOL");
   CHECK(f.all_stats() == before);
   CHECK_EQ(f.sim().used_bytes(), used);
   // No room on the device: the usual OOM, and the segment is not made.
-  CHECK_THROWS(a.place_segment(62 * MiB, 0, 0, false, {}, 0), OutOfMemoryError, "");
+  CHECK_THROWS(ReplayPlanner(a).place_segment(62 * MiB, 0, 0, false, {}, 0), OutOfMemoryError, "");
   CHECK_EQ(f.sim().used_bytes(), used);
   AllocatorConfig expandable;
   expandable.expandable_segments = true;
   a.set_config(expandable);
-  CHECK_THROWS(a.place_segment(20 * MiB, 0, 0, false, {}, 0), InvalidArgumentError, "ERR_INVALID_ARG_VALUE");
+  CHECK_THROWS(ReplayPlanner(a).place_segment(20 * MiB, 0, 0, false, {}, 0), InvalidArgumentError, "ERR_INVALID_ARG_VALUE");
   a.free(keep);
   CHECK_VALID(a);
 }
@@ -128,22 +129,22 @@ TEST(replays_questions_about_a_request_change_nothing) {
   a.free(other);
   const std::vector<double> before = f.all_stats();
   // Best fit, within the oversize rules: a 20 MiB request takes the 24 MiB block, never an oversize one.
-  CHECK(a.plan_malloc(20 * MiB, 0, 0).cached.has_value());
-  CHECK_EQ(a.plan_malloc(20 * MiB, 0, 0).cached->ptr, small_one);
-  CHECK_EQ(a.plan_malloc(45 * MiB, 0, 0).cached->ptr, other);
-  CHECK(!a.plan_malloc(100 * MiB, 0, 0).cached.has_value());
+  CHECK(ReplayPlanner(a).plan_malloc(20 * MiB, 0, 0).cached.has_value());
+  CHECK_EQ(ReplayPlanner(a).plan_malloc(20 * MiB, 0, 0).cached->ptr, small_one);
+  CHECK_EQ(ReplayPlanner(a).plan_malloc(45 * MiB, 0, 0).cached->ptr, other);
+  CHECK(!ReplayPlanner(a).plan_malloc(100 * MiB, 0, 0).cached.has_value());
   // A cached block ends the dry run, as it ends malloc's chain: nothing after it is asked.
-  CHECK(a.plan_malloc(45 * MiB, 0, 0).oversize_sizes.empty());
+  CHECK(ReplayPlanner(a).plan_malloc(45 * MiB, 0, 0).oversize_sizes.empty());
   // With none cached, before a retry: the oversize segment that fits, or the largest ones until enough.
-  const auto fits = a.plan_malloc(61 * MiB, 0, 0);
+  const auto fits = ReplayPlanner(a).plan_malloc(61 * MiB, 0, 0);
   CHECK(!fits.cached.has_value());
   CHECK(fits.oversize_sizes == std::vector<std::size_t>({60 * MiB, 50 * MiB}));
   CHECK(fits.oversize_retries);
-  const auto largest = a.plan_malloc(100 * MiB, 0, 0);
+  const auto largest = ReplayPlanner(a).plan_malloc(100 * MiB, 0, 0);
   CHECK(largest.oversize_sizes == std::vector<std::size_t>({60 * MiB, 50 * MiB}));
   CHECK(largest.oversize_retries);
-  CHECK(a.plan_malloc(200 * MiB, 0, 0).oversize_retries == false);
-  CHECK(!a.plan_malloc(100 * MiB, 0, 0).limited);
+  CHECK(ReplayPlanner(a).plan_malloc(200 * MiB, 0, 0).oversize_retries == false);
+  CHECK(!ReplayPlanner(a).plan_malloc(100 * MiB, 0, 0).limited);
   CHECK(f.all_stats() == before);
   CHECK_VALID(a);
 }
@@ -178,7 +179,7 @@ TEST(random_layouts_keep_every_invariant) {
           if (below(2) == 0) layout.push_back({at, block, block - below(kMinBlockSize)});
           at += block + below(3) * 256 * KiB;
         }
-        for (DevicePtr p : a.place_segment(size, below(2) ? side : 0, 0, small, layout, 0)) live.push_back(p);
+        for (DevicePtr p : ReplayPlanner(a).place_segment(size, below(2) ? side : 0, 0, small, layout, 0)) live.push_back(p);
         live.erase(live.end() - static_cast<long>(layout.size() + 1));  // the segment's own address
       } else if (op < 6 && !live.empty()) {
         const std::size_t k = below(live.size());

@@ -39,7 +39,7 @@ DeviceCachingAllocator::DeviceCachingAllocator(Device& device, const AllocatorCo
 // The device memory goes back first; the ledger then frees its block objects.
 DeviceCachingAllocator::~DeviceCachingAllocator() {
   std::lock_guard<FutexMutex> lock(mu_);
-  for (const auto& [handle, mapping] : mappings_) device_.ipc_close(mapping.base);  // other processes' memory
+  ipc_.close_all(device_);  // other processes' memory
   ledger_.for_each_segment([this](const Segment& segment) {
     if (segment.expandable) {
       for (std::size_t i = 0; i < segment.pages.size(); ++i) {

@@ -24,6 +24,7 @@
 
 #include "../../device/device.h"
 #include "config.h"
+#include "ipc_mappings.h"
 #include "../../common/futex_mutex.h"
 #include "../../common/debug.h"
 #include "../../common/errors.h"
@@ -35,14 +36,6 @@
 #include "stream_events.h"
 
 namespace cca {
-
-// A live block of a segment to rebuild (place_segment): where it starts in the segment, its
-// block size and what its caller asked for.
-struct PlacedBlock {
-  Bytes offset = 0;
-  Bytes size = 0;
-  std::uint64_t requested = 0;
-};
 
 // A range of a live allocation that queued device work will read or write. No default
 // member values: a launch fills a stack array of these per call, and zeroing it first
@@ -78,41 +71,6 @@ class DeviceCachingAllocator {
   void copy_to_device(DevicePtr base, std::uint64_t offset, const void* src, std::uint64_t bytes);
   void copy_to_host(void* dst, DevicePtr base, std::uint64_t offset, std::uint64_t bytes);
   void fill(DevicePtr base, std::uint64_t offset, unsigned char value, std::uint64_t bytes);
-  // What malloc(size, stream) routed to `pool` (0: the default pools) would do now, changing
-  // nothing (malloc_plan.cpp): a dry run of its chain, for replay, which asks it to tell a
-  // release inside a recorded request from an empty_cache() between requests, and whether a
-  // history's first allocation could have reused a segment of the start.
-  struct MallocPlan {
-    // The cached block it would be served from; with one, the chain stops there.
-    struct Cached {
-      DevicePtr ptr = 0;
-      Bytes size = 0;
-    };
-    std::optional<Cached> cached;
-    // A memory fraction is set (answered even for size 0).
-    bool limited = false;
-    // With none cached and a fraction set: it would give back cached memory before asking the
-    // device (garbage collection due, or the fraction refuses a new segment).
-    bool limit_releases = false;
-    // With none cached and max_split_size set: the cached oversize segments it would release
-    // had its device malloc failed, and whether it would then retry.
-    std::vector<Bytes> oversize_sizes;
-    bool oversize_retries = false;
-  };
-  MallocPlan plan_malloc(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
-  // Replay of a history that began on a warm cache (placement.cpp): a new segment of `size`
-  // bytes in `pool` (0: the default pools; `small`: the small pool), laid out as recorded:
-  // `live` (sorted, disjoint, 512-byte aligned, inside it) handed out to `owner` and the gaps
-  // between them free. Returns its address, then the live blocks'. Built from the usual transitions
-  // (the gaps are handed out and given back), so the state is one that a sequence of
-  // allocations and frees could leave. Throws InvalidArgumentError for a layout that is not
-  // one, or with expandable segments on, before touching anything; OutOfMemoryError when the
-  // device has no room for the segment.
-  std::vector<DevicePtr> place_segment(Bytes size, StreamId stream, std::uint32_t pool, bool small,
-                                       const std::vector<PlacedBlock>& live, std::uint32_t owner);
-  // Gives back a placed segment that holds nothing (replay placed it to try a reading of the
-  // history and dropped that reading). InvalidPointerError unless `base` starts such a segment.
-  void unplace_segment(DevicePtr base);
   // Throws InvalidArgumentError (ERR_CCA_INVALID_STREAM) unless `stream` is live here.
   void require_live_stream(StreamId stream) const;
   // Makes the block wait, when freed, for the work queued on `stream` so far.
@@ -138,12 +96,7 @@ class DeviceCachingAllocator {
   void set_caching_enabled(bool enabled);
   bool caching_enabled() const;
 
-  // --- calls on behalf of other native code (the C ABI; client_calls.cpp) ---
-  // Frees an allocation that `owner` made, counting it in `counters`: InvalidPointerError,
-  // changing nothing, for a pointer that is not a live allocation of that owner.
-  void free_owned(DevicePtr ptr, std::uint32_t owner, CallContext ctx, OwnerCounters& counters);
-  // A copy of counters this allocator updates, read under its lock.
-  OwnerCounters read_counters(const OwnerCounters& counters) const;
+  // --- lookups (allocation_lookups.cpp) and streams brought by native code (streams.cpp) ---
   // The live allocation holding `inside` (its base, requested size and stream); false if none.
   bool find_allocation(DevicePtr inside, DevicePtr* base, std::uint64_t* size, StreamId* stream) const;
   // The stack id the live allocation holding `inside` was made with (0: none captured), for
@@ -159,23 +112,6 @@ class DeviceCachingAllocator {
   // Undoes one adopt; the last waits for the stream's work and forgets it, without
   // destroying it. InvalidArgumentError (ERR_CCA_INVALID_STREAM) unless it was adopted.
   void release_stream(StreamId stream);
-
-  // --- CUDA IPC (ipc.cpp) ---
-  struct IpcExport {
-    unsigned char handle[Device::kIpcHandleBytes];
-    std::uint64_t offset = 0;  // the allocation's place in the device allocation the handle names
-    std::uint64_t size = 0;    // its requested size
-  };
-  // A handle for the live allocation at `ptr`. InvalidPointerError unless it is one;
-  // InvalidArgumentError (ERR_CCA_IPC_UNSUPPORTED) for expandable segments, whose memory the
-  // legacy IPC handles cannot name, and where the device cannot share memory.
-  IpcExport export_ipc(DevicePtr ptr);
-  // Another process's allocation, mapped here: returns its address. Copies and launches may
-  // name its `size` bytes (on the default stream); it is never freed into the cache. The same
-  // handle opened again shares the mapping (counted).
-  DevicePtr open_ipc(const unsigned char* handle, std::uint64_t offset, std::uint64_t size);
-  // Undoes one open_ipc of the allocation at `ptr`; the last unmaps it.
-  void close_ipc(DevicePtr ptr);
 
   StreamId create_stream();
   void destroy_stream(StreamId stream);
@@ -301,6 +237,10 @@ class DeviceCachingAllocator {
   int device_index() const { return device_.index(); }
 
  private:
+  // Replay's planning, native clients' calls and CUDA IPC are facets around this class,
+  // through one door that lists what they touch (facet_access.h).
+  friend class FacetAccess;
+
   struct AllocParams {
     std::uint64_t requested = 0;
     Bytes size = 0;        // rounded
@@ -343,9 +283,6 @@ class DeviceCachingAllocator {
     p.block_in_free_set = true;
     return p.block != nullptr;
   }
-  // A request as malloc would make it (rounded, in `pool` or the default pools), for replay's
-  // dry run (malloc_plan.cpp); the caller holds the lock and checked the stream.
-  AllocParams request_for(std::uint64_t size, StreamId stream, std::uint32_t pool) const;
   bool trigger_free_memory_callbacks(std::unique_lock<FutexMutex>& lock);
   // After a cache miss: garbage collection, a new segment, releases and retries; false: OOM.
   bool malloc_from_device(AllocParams& p);
@@ -478,17 +415,7 @@ class DeviceCachingAllocator {
   std::unordered_set<StreamId> streams_;  // live streams created or adopted here (0 is always live)
   mutable StreamId last_live_stream_ = 0;  // check_stream's memo: 0, or a member of streams_
   std::unordered_map<StreamId, int> adopted_;  // adopted streams and their adopt counts
-  struct Imported {
-    std::uint64_t bytes = 0;
-    int opens = 0;
-    std::string handle;     // the 64 bytes, the key of `mappings_`
-  };
-  std::unordered_map<DevicePtr, Imported> imported_;  // another process's allocations mapped here, by address
-  struct Mapping {
-    DevicePtr base = 0;
-    int users = 0;  // imported_ entries on it
-  };
-  std::unordered_map<std::string, Mapping> mappings_;  // one per handle opened
+  IpcMappings ipc_;  // other processes' memory mapped here (facets/ipc.h)
   bool fraction_set_ = false;
   double fraction_ = 1.0;
   Bytes allowed_memory_maximum_ = 0;

@@ -19,8 +19,8 @@ StreamId DeviceCachingAllocator::live_range(DevicePtr base, std::uint64_t offset
   if (b != nullptr && b->state == BlockState::kAllocated) {
     size = b->requested_size;
     stream = b->stream;
-  } else if (auto it = imported_.find(base); base != 0 && it != imported_.end()) {
-    size = it->second.bytes;  // another process's memory, mapped here: the default stream's
+  } else if (base != 0 && ipc_.imported(base, &size)) {
+    // another process's memory, mapped here: the default stream's
   } else {
     throw InvalidPointerError(std::string(what) + ": " + hex(base) + " is not a live allocation on device " +
                               std::to_string(device_.index()) +

@@ -67,4 +67,47 @@ void DeviceCachingAllocator::synchronize() {
   process_events();
 }
 
+// Streams the allocator did not create (the C ABI's clients bring their own).
+void DeviceCachingAllocator::adopt_stream(StreamId stream) {
+  std::lock_guard<FutexMutex> lock(mu_);
+  auto it = adopted_.find(stream);
+  if (it != adopted_.end()) {
+    ++it->second;
+    return;
+  }
+  if (stream == 0 || streams_.count(stream) != 0) {
+    throw InvalidArgumentError("stream " + hex(stream) + (stream == 0 ? " is the default stream" : " was created by the allocator") +
+                                   ": it is usable without adopting it",
+                               "ERR_CCA_INVALID_STREAM");
+  }
+  // The device must know it: a handle it refuses (of another device, or not a stream) is
+  // refused here, never guessed at later. A destroyed stream's handle dangles: a real driver
+  // cannot tell, so the contract is to adopt only live streams (docs/interop.md).
+  const Status s = device_.stream_query(stream);
+  if (s != Status::kOk && s != Status::kNotReady) {
+    throw InvalidArgumentError("stream " + hex(stream) + " is not a stream of device " + std::to_string(device_.index()) +
+                                   " (" + device_.last_error() + ")",
+                               "ERR_CCA_INVALID_STREAM");
+  }
+  streams_.insert(stream);
+  adopted_.emplace(stream, 1);
+}
+
+void DeviceCachingAllocator::release_stream(StreamId stream) {
+  std::lock_guard<FutexMutex> lock(mu_);
+  auto it = adopted_.find(stream);
+  if (it == adopted_.end()) {
+    throw InvalidArgumentError("stream " + hex(stream) + " is not an adopted stream of device " +
+                                   std::to_string(device_.index()),
+                               "ERR_CCA_INVALID_STREAM");
+  }
+  if (it->second > 1) {
+    --it->second;
+    return;
+  }
+  refuse_during_capture("releasing the last adoption of a stream (it waits for the stream)");
+  forget_stream_locked(stream, false);
+  adopted_.erase(stream);
+}
+
 }  // namespace cca
