@@ -113,6 +113,16 @@ export interface CompilerInfo {
   architectures: number[];
 }
 
+export interface BlasInfo {
+  available: boolean;
+  /** Why not: every library tried, and what each said. */
+  reason: string;
+  /** The cuBLAS library used. */
+  path: string;
+  /** cuBLAS's version, "13.0.2" ('' until found). */
+  version: string;
+}
+
 export interface NativeClientRecord {
   tag: number;
   name: string;
@@ -243,6 +253,12 @@ export interface NativeBinding {
   /** Frees released exports nothing holds any more; how many. */
   ipcCollect(): number;
   compilerInfo(): CompilerInfo;
+  blasInfo(): BlasInfo;
+  /** One GEMM; its numbers in a Float64Array laid out as native/binding/gemm_params.h says. */
+  gemm(device: number, params: Float64Array): void;
+  /** Frees the workspaces no captured GEMM used; how many were kept. */
+  clearBlasWorkspaces(device: number): number;
+  blasWorkspaces(device: number): { bytes: number; count: number };
   compile(source: string, name: string, options: string[], headerNames: string[], headerSources: string[],
     nameExpressions: string[], cubin: boolean): Promise<{ ok: boolean; error: string; log: string; image: Uint8Array; lowered: [string, string][] }>;
 

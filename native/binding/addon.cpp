@@ -10,6 +10,7 @@
 #include "history_functions.h"
 #include "interop_functions.h"
 #include "graph_functions.h"
+#include "blas_functions.h"
 #include "launch_functions.h"
 #include "host_functions.h"
 #include "mem_pool_functions.h"
@@ -37,6 +38,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   cca::binding::register_host_functions(env, exports);
   cca::binding::register_interop_functions(env, exports);
   cca::binding::register_graph_functions(env, exports);
+  cca::binding::register_blas_functions(env, exports);
   return exports;
 }
 

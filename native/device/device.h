@@ -132,6 +132,7 @@ class CopyEngine {
 
 class KernelEngine;  // kernels.h
 class GraphEngine;   // graphs.h
+class BlasEngine;    // blas.h
 
 // A set of devices of one backend.
 class Platform {
@@ -145,6 +146,8 @@ class Platform {
   virtual KernelEngine* kernel_engine(int /*index*/) { return nullptr; }
   // The device's graph engine, or nullptr where the backend cannot capture (the sim).
   virtual GraphEngine* graph_engine(int /*index*/) { return nullptr; }
+  // The device's BLAS engine, or nullptr where the backend has none (the sim).
+  virtual BlasEngine* blas_engine(int /*index*/) { return nullptr; }
 };
 
 }  // namespace cca

@@ -59,7 +59,7 @@ cca_client* open_client(const char* name, bool allow_simulated) {
   auto it = g_tags.find(client->name);
   if (it == g_tags.end()) {
     it = g_tags.emplace(client->name, kClientIdBase + static_cast<std::uint32_t>(g_names.size())).first;
-    g_names.push_back(new NameEntry{client->name});
+    g_names.push_back(new NameEntry{client->name, 0, {}});
   }
   client->tag = it->second;
   NameEntry& entry = *g_names[client->tag - kClientIdBase];
@@ -77,6 +77,16 @@ void close_client(cca_client* client) {
     --g_names[client->tag - kClientIdBase]->open;
   }
   unpin_process_runtime();
+}
+
+std::uint32_t name_tag(const std::string& name) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_tags.find(name);
+  if (it == g_tags.end()) {
+    it = g_tags.emplace(name, kClientIdBase + static_cast<std::uint32_t>(g_names.size())).first;
+    g_names.push_back(new NameEntry{name, 0, {}});
+  }
+  return it->second;
 }
 
 std::string client_tag_name(std::uint32_t tag) {

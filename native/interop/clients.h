@@ -49,6 +49,9 @@ namespace cca {
 // are simulated and `allow_simulated` is false.
 cca_client* open_client(const char* name, bool allow_simulated);
 void close_client(cca_client* client);
+// The tag of a name (interned: the same name, the same tag), for memory native code other
+// than a client allocates under a name (the cuBLAS workspace).
+std::uint32_t name_tag(const std::string& name);
 // The name a client tag stands for ("" for an unknown tag).
 std::string client_tag_name(std::uint32_t tag);
 // Per client name (oldest first) and device it allocated on: what its clients hold.

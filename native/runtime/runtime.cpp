@@ -13,11 +13,13 @@ Runtime::Runtime(std::unique_ptr<Platform> platform, const AllocatorConfig& conf
     computes_.push_back(std::make_unique<DeviceCompute>(platform_->device(i), platform_->kernel_engine(i),
                                                         platform_->copy_engine(i), *allocators_.back(), *host_));
     graphs_.push_back(std::make_unique<DeviceGraphs>(platform_->device(i), platform_->graph_engine(i), *allocators_.back()));
+    blas_.push_back(std::make_unique<DeviceBlas>(platform_->device(i), platform_->blas_engine(i), *allocators_.back()));
   }
 }
 
 Runtime::~Runtime() {
-  graphs_.clear();      // graphs, then modules and events, go before the memory their work used
+  blas_.clear();        // workspaces, graphs, then modules and events, go before the memory their work used
+  graphs_.clear();
   computes_.clear();
   host_.reset();
   allocators_.clear();  // allocators return their segments before the devices go away
@@ -39,6 +41,11 @@ DeviceCompute& Runtime::compute(int device) {
 DeviceGraphs& Runtime::graphs(int device) {
   if (device < 0 || device >= device_count()) no_such_device(device);
   return *graphs_[static_cast<std::size_t>(device)];
+}
+
+DeviceBlas& Runtime::blas(int device) {
+  if (device < 0 || device >= device_count()) no_such_device(device);
+  return *blas_[static_cast<std::size_t>(device)];
 }
 
 void Runtime::set_config(const AllocatorConfig& config) {

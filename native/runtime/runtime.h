@@ -10,6 +10,7 @@
 
 #include "../allocator/policy/caching_allocator.h"
 #include "../allocator/policy/config.h"
+#include "../compute/device_blas.h"
 #include "../compute/device_compute.h"
 #include "../compute/device_graphs.h"
 #include "../device/device.h"
@@ -34,6 +35,8 @@ class Runtime {
   DeviceCompute& compute(int device);
   // The same range check; the device's CUDA graphs.
   DeviceGraphs& graphs(int device);
+  // The same range check; the device's matrix multiplication (cuBLAS).
+  DeviceBlas& blas(int device);
   // Pinned host memory, one allocator for every device.
   HostCachingAllocator& host() { return *host_; }
   Platform& platform() { return *platform_; }
@@ -50,6 +53,7 @@ class Runtime {
   std::unique_ptr<HostCachingAllocator> host_;
   std::vector<std::unique_ptr<DeviceCompute>> computes_;
   std::vector<std::unique_ptr<DeviceGraphs>> graphs_;
+  std::vector<std::unique_ptr<DeviceBlas>> blas_;
   std::string note_;
   mutable std::mutex mu_;
   AllocatorConfig config_;

@@ -84,6 +84,11 @@ CudaDevice::ContextScope::ContextScope(CudaDevice& device) : device_(device) {
   if (status_ != Status::kOk || previous_ == nullptr) previous_ = device.context_;
 }
 
+Status CudaDevice::in_context(Status (*fn)(void* data), void* data) {
+  CCA_CONTEXT();
+  return fn(data);
+}
+
 CudaDevice::ContextScope::~ContextScope() {
   if (previous_ != device_.context_) device_.api_.cuCtxSetCurrent(previous_);
 }
@@ -449,6 +454,7 @@ std::unique_ptr<CudaPlatform> CudaPlatform::open() {
   auto platform = std::unique_ptr<CudaPlatform>(new CudaPlatform());
   for (int i = 0; i < probe.device_count; ++i) {
     platform->devices_.push_back(std::make_unique<CudaDevice>(DriverLibrary::instance(), i));
+    platform->blas_.push_back(make_cublas_engine(*platform->devices_.back()));
   }
   return platform;
 }

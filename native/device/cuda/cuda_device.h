@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../blas.h"
 #include "../device.h"
 #include "../graphs.h"
 #include "../kernels.h"
@@ -50,6 +51,9 @@ class CudaDevice final : public Device, public CopyEngine, public KernelEngine, 
   Status stream_query(StreamId stream) override;
   std::pair<int, int> compute_capability() const override { return {cc_major_, cc_minor_}; }
   Status device_synchronize() override;
+  // Runs fn(data) with this device's context current on the calling thread, as every driver
+  // call here runs: for a library that works through the runtime API (cuBLAS).
+  Status in_context(Status (*fn)(void* data), void* data);
 
   Status event_create(EventId* out) override;
   Status event_record(EventId event, StreamId stream) override;
@@ -156,10 +160,12 @@ class CudaPlatform final : public Platform {
   CopyEngine& copy_engine(int index) override { return *devices_.at(static_cast<std::size_t>(index)); }
   KernelEngine* kernel_engine(int index) override { return devices_.at(static_cast<std::size_t>(index)).get(); }
   GraphEngine* graph_engine(int index) override { return devices_.at(static_cast<std::size_t>(index)).get(); }
+  BlasEngine* blas_engine(int index) override { return blas_.at(static_cast<std::size_t>(index)).get(); }
   CudaDevice& cuda_device(int index) { return *devices_.at(static_cast<std::size_t>(index)); }
 
  private:
   std::vector<std::unique_ptr<CudaDevice>> devices_;
+  std::vector<std::unique_ptr<BlasEngine>> blas_;  // cuBLAS per device, loaded on the first GEMM
 };
 
 // Whether the CUDA backend can be used here, and if not, why (no driver, no device, ...).
@@ -170,5 +176,8 @@ struct CudaProbe {
   int driver_version = 0;
 };
 CudaProbe probe_cuda();
+
+// cuBLAS on one device (cublas.cpp); the library is opened on the first GEMM.
+std::unique_ptr<BlasEngine> make_cublas_engine(CudaDevice& device);
 
 }  // namespace cca
