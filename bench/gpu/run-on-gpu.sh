@@ -58,6 +58,13 @@ step gpu_bench.txt 120 ./build-tests/cca_gpu_bench
 step js_alloc_free.txt 90 env CCA_DEVICE=cuda node bench/js-alloc-free.mjs
 step js_snapshot.txt 90 env CCA_DEVICE=cuda node bench/js-snapshot.mjs
 step pytorch.txt 90 python3 bench/gpu/pytorch_compare.py
+# cuBLAS: the library's own search first; where it finds none, PyTorch's wheel's copy.
+if ! CCA_DEVICE=cuda node -e "import('./dist/index.js').then(m => process.exit(m.compute.blasInfo().available ? 0 : 1))"; then
+  export CCA_CUBLAS_PATH=$(python3 -c 'import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print((sorted(glob.glob(d + "/nvidia/*/lib/libcublas.so.1[23]")) + [""])[0])')
+fi
+step js_blas.txt 180 env CCA_DEVICE=cuda node test/conformance/js-blas.mjs
+step js_gemm.txt 240 env CCA_DEVICE=cuda node bench/js-gemm.mjs 50
+step pytorch_gemm.txt 240 python3 bench/gpu/pytorch_gemm.py 50
 # Whether this torch records pinned host memory in history yet (issue 21's last item).
 step pytorch_pinned_history.txt 60 python3 bench/gpu/pytorch_pinned_history.py "$out/pinned-history.pickle"
 step pytorch_cpp_pair.txt 240 env CCA_TORCH_EXT_DIR="$(mktemp -d)" python3 bench/gpu/pytorch_cpp_pair.py

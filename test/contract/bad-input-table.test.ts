@@ -174,6 +174,18 @@ const CALLS: Call[] = [
     call: (v) => compute.captureGraph(cuda.defaultStream(), () => {}, { pool: v as never }) },
   { name: 'compute.graphPoolHandle', param: 'device', valid: (v) => false, call: (v) => compute.graphPoolHandle(v as number) },
   { name: 'compute.captureState', param: 'device', valid: kinds.device, call: (v) => compute.captureState(v as number) },
+  // Matrix multiplication: every argument is checked before the backend is asked (the sim then refuses valid ones).
+  { name: 'compute.matmul', param: 'a', valid: kinds.none, extra: () => [S.freed, ...forgedBuffer()],
+    call: (v) => compute.matmul(v as DeviceBuffer, S.buf, S.buf, { m: 1, n: 1, k: 1 }) },
+  { name: 'compute.gemm', param: 'c', valid: kinds.none, extra: () => [S.freed, ...forgedBuffer()],
+    call: (v) => compute.gemm(S.buf, S.buf, v as DeviceBuffer, { m: 1, n: 1, k: 1 }) },
+  { name: 'compute.matmul', param: 'options|m|n|k|dtype|compute|transA|lda|batch|alpha|stream', valid: (v) => false,
+    extra: () => [{ m: 1, n: 1 }, { m: -1, n: 1, k: 1 }, { m: 1, n: 1, k: 1.5 }, { m: 1, n: 1, k: 1, dtype: 'f64' },
+      { m: 1, n: 1, k: 1, compute: 'fp32' }, { m: 1, n: 1, k: 1, transA: 1 }, { m: 1, n: 1, k: 1, lda: 0 },
+      { m: 1, n: 1, k: 1, batch: 0 }, { m: 1, n: 1, k: 1, alpha: NaN }, { m: 1, n: 1, k: 1, stream: 5 }, ...badOptions(['m'])()],
+    call: (v) => compute.matmul(S.buf, S.buf, S.buf, v as never) },
+  { name: 'compute.blasWorkspaces', param: 'device', valid: kinds.device, call: (v) => compute.blasWorkspaces(v as number) },
+  { name: 'compute.clearBlasWorkspaces', param: 'device', valid: kinds.device, call: (v) => compute.clearBlasWorkspaces(v as number) },
   { name: 'compute.compile', param: 'source', valid: kinds.string, call: (v) => compute.compile(v as string) },
   { name: 'compute.compile', param: 'options', valid: kinds.options, extra: badOptions(['arch', 'defines']), call: (v) => compute.compile('', v as never) },
   { name: 'compute.compile', param: 'options.arch', valid: (v) => v === undefined, extra: () => ['sm90', 'gfx90a', 'sm_'], call: (v) => compute.compile('', { arch: v as string }) },
@@ -413,7 +425,7 @@ describe('every public function refuses every wrong value, with a code, changing
       'memory.get_allocator_settings', 'memory.MemPool', 'memory.use_mem_pool', 'cuda.Stream', 'cuda.DeviceBuffer',
       'memory.max_memory_cached', 'memory.memory_cached', 'monitoring.readSamples', 'monitoring.otelName',
       'memory.host_memory_stats', 'memory.host_memory_stats_as_nested_dict', 'memory.reset_peak_host_memory_stats',
-      'memory.reset_accumulated_host_memory_stats', 'memory.empty_host_cache', 'cuda.HostBuffer', 'compute.compilerInfo',
+      'memory.reset_accumulated_host_memory_stats', 'memory.empty_host_cache', 'cuda.HostBuffer', 'compute.compilerInfo', 'compute.blasInfo',
       'compute.Module', 'compute.Kernel', 'compute.Event', 'compute.BufferView', 'compute.CudaGraph', 'compute.GraphPool', 'cuda.ipc_collect', 'interop.allocatorApi', 'memory.get_allocator_backend',
       'memory._get_memory_metadata']);
     const missing: string[] = [];

@@ -8,13 +8,14 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../support/temp-dir.js';
 
-// Examples that run kernels need the cuda backend: here our fake driver and fake NVRTC
-// (built by the C++ tests), whose kernels are CPU functions of the same names.
+// Examples that run kernels need the cuda backend: here our fake driver, fake NVRTC and fake
+// cuBLAS (built by the C++ tests), whose kernels and GEMMs are CPU functions.
 const FAKE = new URL('../../build-tests/libfakecuda.so', import.meta.url).pathname;
 const FAKE_NVRTC = new URL('../../build-tests/libfakenvrtc.so', import.meta.url).pathname;
+const FAKE_CUBLAS = new URL('../../build-tests/libfakecublas.so', import.meta.url).pathname;
 function envFor(code: string): NodeJS.ProcessEnv {
   if (!/\bcompute\./.test(code)) return { ...process.env, CCA_DEVICE: 'sim' };
-  return { ...process.env, CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_NVRTC_PATH: FAKE_NVRTC };
+  return { ...process.env, CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_NVRTC_PATH: FAKE_NVRTC, CCA_CUBLAS_PATH: FAKE_CUBLAS };
 }
 
 describe('README example', () => {

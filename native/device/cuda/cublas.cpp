@@ -78,13 +78,15 @@ const Library& library() {
         l->info.path = c;
         break;
       }
+      // A missing file is the common case: said once, at the end; other failures in full.
       const char* why = dlerror();
-      tried.push_back(c + (why ? std::string(" (") + why + ")" : ""));
+      const bool missing = why == nullptr || std::strstr(why, "No such file") != nullptr;
+      tried.push_back(missing ? c : c + " (" + why + ")");
     }
     if (h == nullptr) {
       l->info.reason = "cuBLAS not found: tried ";
-      for (std::size_t i = 0; i < tried.size(); ++i) l->info.reason += (i ? "; " : "") + tried[i];
-      l->info.reason += ". Install the CUDA toolkit's cuBLAS (or pip's nvidia-cublas) and set CCA_CUBLAS_PATH";
+      for (std::size_t i = 0; i < tried.size(); ++i) l->info.reason += (i ? ", " : "") + tried[i];
+      l->info.reason += " (no such file where not said otherwise). Install the CUDA toolkit's cuBLAS (or pip's nvidia-cublas) and set CCA_CUBLAS_PATH";
       return l;
     }
     std::string missing;
