@@ -10,6 +10,7 @@ import { tempDir } from '../support/temp-dir.js';
 
 const FAKE = fileURLToPath(new URL('../../build-tests/libfakecuda.so', import.meta.url));
 const FAKE_NVRTC = fileURLToPath(new URL('../../build-tests/libfakenvrtc.so', import.meta.url));
+const FAKE_CUBLAS = fileURLToPath(new URL('../../build-tests/libfakecublas.so', import.meta.url));
 const EXAMPLE = fileURLToPath(new URL('../../examples/mlp-forward.mjs', import.meta.url));
 
 describe.skipIf(!existsSync(FAKE) || !existsSync(FAKE_NVRTC))('examples/mlp-forward.mjs', () => {
@@ -17,8 +18,9 @@ describe.skipIf(!existsSync(FAKE) || !existsSync(FAKE_NVRTC))('examples/mlp-forw
     const snapshot = join(tempDir('cca-example-'), 'mlp.pickle');
     const out = execFileSync(process.execPath, [EXAMPLE, '3', snapshot], {
       encoding: 'utf8',
-      env: { ...process.env, CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_NVRTC_PATH: FAKE_NVRTC, FAKE_CUDA_CAPACITY_MB: '512' },
+      env: { ...process.env, CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_NVRTC_PATH: FAKE_NVRTC, CCA_CUBLAS_PATH: FAKE_CUBLAS, FAKE_CUDA_CAPACITY_MB: '512' },
     });
+    expect(out).toMatch(/layers: cuBLAS 13\.0\.2 GEMM, then a bias\/relu kernel/);
     expect(out).toMatch(/3 batches of 256 through 784 -> 512 -> 256 -> 10/);
     expect(out).toMatch(/max \|error\| \S+ ok/);
     expect(out).toMatch(/pinned: 4 blocks/);
@@ -26,7 +28,21 @@ describe.skipIf(!existsSync(FAKE) || !existsSync(FAKE_NVRTC))('examples/mlp-forw
     const tags = new Set(snap.device_traces[0]!.map((e) => e.user_metadata).filter(Boolean));
     for (const tag of ['weights.0', 'bias.2', 'input', 'activations.0', 'activations.2']) expect(tags).toContain(tag);
     const live = snap.segments.flatMap((s) => s.blocks).filter((b) => b.state === 'active_allocated');
-    expect(live.length).toBe(6);  // the weights and biases; every batch's buffers were freed
+    // The weights and biases, and cuBLAS's workspace for the work stream; every batch's
+    // buffers were freed.
+    expect(live.map((b) => b.user_metadata ?? '').sort()).toEqual(
+      ['bias.0', 'bias.1', 'bias.2', 'cuBLAS workspace', 'weights.0', 'weights.1', 'weights.2']);
+  });
+});
+
+describe.skipIf(!existsSync(FAKE) || !existsSync(FAKE_NVRTC))('examples/mlp-forward.mjs without cuBLAS', () => {
+  it('multiplies with its own kernel instead, and says so', () => {
+    const out = execFileSync(process.execPath, [EXAMPLE, '2', join(tempDir('cca-example-'), 'mlp.pickle')], {
+      encoding: 'utf8',
+      env: { ...process.env, CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_NVRTC_PATH: FAKE_NVRTC, CCA_CUBLAS_PATH: '/nonexistent/libcublas.so', FAKE_CUDA_CAPACITY_MB: '512' },
+    });
+    expect(out).toMatch(/layers: one hand-written kernel each \(no cuBLAS/);
+    expect(out).toMatch(/max \|error\| \S+ ok/);
   });
 });
 
