@@ -121,6 +121,10 @@ export interface BlasInfo {
   path: string;
   /** cuBLAS's version, "13.0.2" ('' until found). */
   version: string;
+  /** cuBLASLt (for a bias or an epilogue): found?, why not, and where. */
+  ltAvailable: boolean;
+  ltReason: string;
+  ltPath: string;
 }
 
 export interface NativeClientRecord {
@@ -258,7 +262,7 @@ export interface NativeBinding {
   gemm(device: number, params: Float64Array): void;
   /** Frees the workspaces no captured GEMM used; how many were kept. */
   clearBlasWorkspaces(device: number): number;
-  blasWorkspaces(device: number): { bytes: number; count: number };
+  blasWorkspaces(device: number): { bytes: number; ltBytes: number; count: number };
   compile(source: string, name: string, options: string[], headerNames: string[], headerSources: string[],
     nameExpressions: string[], cubin: boolean): Promise<{ ok: boolean; error: string; log: string; image: Uint8Array; lowered: [string, string][] }>;
 

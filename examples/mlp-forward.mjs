@@ -1,18 +1,19 @@
 // An MLP's forward pass over a stream of input batches, as an inference service in Node
 // would run it: weights resident on the GPU, inputs staged through pinned host memory and
 // copied on a stream of their own while the previous batch computes, three linear layers
-// (the product by cuBLAS where it is found, with a bias/relu kernel compiled at start with
-// NVRTC; else one hand-written kernel per layer), logits copied back asynchronously. It checks
+// (one cuBLASLt call each where cuBLAS is found: the product, with the bias and relu in its
+// epilogue; else one hand-written kernel each, compiled at start with NVRTC), logits copied
+// back asynchronously. It checks
 // the first batch against a CPU reference, prints throughput and the allocator's view,
 // and dumps a snapshot that memory_viz opens (weights, inputs and activations tagged).
 //
 //   node examples/mlp-forward.mjs [batches] [snapshot.pickle]
 //
-// Needs the cuda backend and NVRTC (in the test suite: our fake driver, fake NVRTC and fake
-// cuBLAS).
+// Needs the cuda backend, and cuBLAS or NVRTC (in the test suite: our fake driver, fake cuBLAS
+// and fake NVRTC).
 // In your project, import from 'cuda-caching-allocator' instead of '../dist/index.js'.
 import { compute, cuda, memory } from '../dist/index.js';
-import { biasReluKernel, linearKernel } from './linear-layer.mjs';
+import { linearKernel } from './linear-layer.mjs';
 import { requireCuda } from './requirements.mjs';
 
 const LAYERS = [784, 512, 256, 10];
@@ -20,13 +21,13 @@ const BATCH = 256;
 const batches = Number(process.argv[2] ?? 20);
 const snapshotPath = process.argv[3] ?? 'mlp-forward.pickle';
 
-requireCuda('mlp-forward', { nvrtc: true });
-// cuBLAS for the products where it is here; the whole layer in one kernel elsewhere.
+// cuBLASLt for each layer where cuBLAS is here; a kernel of our own (NVRTC) elsewhere.
 const blas = compute.blasInfo();
-const linear = blas.available ? null : await linearKernel('mlp.cu');
-const biasRelu = blas.available ? await biasReluKernel('mlp-epilogue.cu') : null;
-console.log(blas.available ? `layers: cuBLAS ${blas.version} GEMM, then a bias/relu kernel`
-  : `layers: one hand-written kernel each (no cuBLAS: ${blas.reason.split(':')[0]})`);
+const fused = blas.available && blas.ltAvailable;
+requireCuda('mlp-forward', { nvrtc: !fused });
+const linear = fused ? null : await linearKernel('mlp.cu');
+console.log(fused ? `layers: cuBLAS ${blas.version}, one cuBLASLt call each (the bias and relu in its epilogue)`
+  : `layers: one hand-written kernel each (${(blas.available ? blas.ltReason : blas.reason).split(':')[0]})`);
 
 memory._record_memory_history({ enabled: 'all', context: 'alloc', maxEntries: 100_000 });
 
@@ -66,13 +67,13 @@ function forward(slot) {
   for (let l = 0; l + 1 < LAYERS.length; l++) {
     const [inn, out] = [LAYERS[l], LAYERS[l + 1]];
     const y = cuda.alloc(BATCH * out * 4, { stream: work, tag: `activations.${l}` });
-    const relu = l + 2 < LAYERS.length ? 1 : 0;
-    const shape = { grid: [Math.ceil(out / 128), BATCH], block: 128, stream: work };
+    const relu = l + 2 < LAYERS.length;
     if (linear) {
-      linear.launch(shape, act, weights[l].w, weights[l].b, y, BATCH, inn, out, relu);
+      linear.launch({ grid: [Math.ceil(out / 128), BATCH], block: 128, stream: work },
+        act, weights[l].w, weights[l].b, y, BATCH, inn, out, relu ? 1 : 0);
     } else {
-      compute.matmul(act, weights[l].w, y, { m: BATCH, n: out, k: inn, stream: work });  // y = act @ w
-      biasRelu.launch(shape, y, weights[l].b, BATCH, out, relu);
+      // y = relu(act @ w + b), one call.
+      compute.matmul(act, weights[l].w, y, { m: BATCH, n: out, k: inn, bias: weights[l].b, epilogue: relu ? 'relu' : 'none', stream: work });
     }
     act.free();  // recorded on `work` by the launch: reused only after it ran
     act = y;

@@ -19,6 +19,8 @@ export type GemmDtype = 'f32' | 'f16' | 'bf16';
 /** What products are summed in: 'f32'; 'tf32' (f32 operands rounded to TF32 on tensor cores,
  *  PyTorch's allow_tf32); 'f16' (f16 operands only). */
 export type GemmCompute = 'f32' | 'tf32' | 'f16';
+/** What cuBLASLt applies to the result before storing it, after the bias. */
+export type GemmEpilogue = 'none' | 'relu' | 'gelu';
 
 export interface GemmOptions {
   /** op(A) is m x k, op(B) k x n, C m x n. */
@@ -43,6 +45,11 @@ export interface GemmOptions {
   strideA?: number;
   strideB?: number;
   strideC?: number;
+  /** A bias vector of the dtype, added to every row of C (row-major: one element per output
+   *  column, n of them; `gemm`: one per row of column-major C, m), by cuBLASLt's epilogue. */
+  bias?: DeviceBuffer | BufferView;
+  /** An activation applied after the bias, in the same call (cuBLASLt). Default 'none'. */
+  epilogue?: GemmEpilogue;
   /** The stream to queue on (default: C's buffer's stream). */
   stream?: Stream;
   /** Whether operands of other streams are recorded on this one (default true). */
@@ -50,7 +57,8 @@ export interface GemmOptions {
 }
 
 const OPTIONS = ['m', 'n', 'k', 'transA', 'transB', 'lda', 'ldb', 'ldc', 'alpha', 'beta', 'dtype', 'compute', 'batch',
-  'strideA', 'strideB', 'strideC', 'stream', 'recordStreams'] as const;
+  'strideA', 'strideB', 'strideC', 'bias', 'epilogue', 'stream', 'recordStreams'] as const;
+const EPILOGUES: Record<GemmEpilogue, number> = { none: 0, relu: 1, gelu: 2 };
 const DTYPES: Record<GemmDtype, number> = { f32: 0, f16: 1, bf16: 2 };
 const COMPUTES: Record<GemmCompute, number> = { f32: 0, tf32: 1, f16: 2 };
 const INT_MAX = 2147483647;
@@ -88,7 +96,7 @@ const scalar = (o: Partial<GemmOptions>, key: 'alpha' | 'beta', fallback: number
   if (typeof v !== 'number' || !Number.isFinite(v)) throw typeError('a finite number', `options.${key}`, v);
   return v;
 };
-function choice<T extends string>(o: Partial<GemmOptions>, key: 'dtype' | 'compute', table: Record<T, number>, fallback: T): number {
+function choice<T extends string>(o: Partial<GemmOptions>, key: 'dtype' | 'compute' | 'epilogue', table: Record<T, number>, fallback: T): number {
   const v = (o as Record<string, unknown>)[key] ?? fallback;
   if (typeof v !== 'string' || !Object.prototype.hasOwnProperty.call(table, v)) {
     throw typeError(`one of ${Object.keys(table).map((t) => `'${t}'`).join(', ')}`, `options.${key}`, v);
@@ -115,7 +123,9 @@ function call(op: string, a: unknown, b: unknown, c: unknown, options: unknown, 
   const A = operand(`${op} a`, a);
   const B = operand(`${op} b`, b);
   const C = operand(`${op} c`, c);
-  for (const [name, x] of [['a', A], ['b', B]] as const) {
+  const bias = o.bias === undefined ? null : operand(`${op} options.bias`, o.bias);
+  for (const [name, x] of [['a', A], ['b', B], ['options.bias', bias]] as const) {
+    if (x === null) continue;
     if (x.buffer.device !== C.buffer.device) {
       throw new InvalidArgumentError(`${op}: ${name} is on device ${x.buffer.device} but c is on device ${C.buffer.device}; ` +
         'give operands of one device', 'ERR_CCA_DEVICE_MISMATCH');
@@ -155,9 +165,13 @@ function call(op: string, a: unknown, b: unknown, c: unknown, options: unknown, 
   p[GemmParam.Beta] = scalar(o, 'beta', 0);
   p[GemmParam.Record] = record ? 1 : 0;
   p[GemmParam.RowMajor] = rowMajor ? 1 : 0;
+  p[GemmParam.BiasBase] = bias === null ? 0 : bias.buffer.ptr;
+  p[GemmParam.BiasOffset] = bias === null ? 0 : bias.offset;
+  p[GemmParam.BiasLimit] = bias === null ? 0 : bias.size;
+  p[GemmParam.Epilogue] = choice(o, 'epilogue', EPILOGUES, 'none');
   p[GemmParam.StackId] = capture.level !== 0 && sampleStack() ? stacks.capture(call) : 0;
   native.gemm(device, p);
-  if (recording !== null) for (const x of [A, B, C]) nameForCapture(x.buffer);
+  if (recording !== null) for (const x of [A, B, C, bias]) if (x !== null) nameForCapture(x.buffer);
 }
 
 /**
@@ -185,9 +199,11 @@ export function blasInfo(): BlasInfo {
 }
 
 export interface BlasWorkspaces {
-  /** Each workspace's size (CUBLAS_WORKSPACE_CONFIG, or PyTorch's default for the device). */
+  /** Each cuBLAS workspace's size (CUBLAS_WORKSPACE_CONFIG, or PyTorch's default for the device). */
   bytes: number;
-  /** Workspaces held now: one per (thread, stream) that ran a GEMM. */
+  /** Each cuBLASLt workspace's size (CUBLASLT_WORKSPACE_SIZE KiB, default 1 MiB). */
+  ltBytes: number;
+  /** Workspaces held now: one per (thread, stream, library) that ran a GEMM. */
   count: number;
 }
 

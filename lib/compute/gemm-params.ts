@@ -31,5 +31,9 @@ export const enum GemmParam {
   BLimit = 26,
   CLimit = 27,
   RowMajor = 28,
-  ParamCount = 29,
+  BiasBase = 29,
+  BiasOffset = 30,
+  BiasLimit = 31,
+  Epilogue = 32,
+  ParamCount = 33,
 }

@@ -7,7 +7,7 @@ export { BufferView } from '../device-buffer.js';
 export { captureGraph, graphPoolHandle, captureState, CudaGraph, GraphPool, type CaptureMode, type CaptureOptions } from './graph.js';
 export { compile, compilerInfo, type CompileOptions, type CompiledProgram } from './compile.js';
 export type { ParamType, ScalarType, StructType, ArgOf, ArgsOf } from './signature.js';
-export { matmul, gemm, blasInfo, blasWorkspaces, clearBlasWorkspaces, type GemmOptions, type GemmDtype, type GemmCompute, type BlasWorkspaces } from './blas.js';
+export { matmul, gemm, blasInfo, blasWorkspaces, clearBlasWorkspaces, type GemmOptions, type GemmDtype, type GemmCompute, type GemmEpilogue, type BlasWorkspaces } from './blas.js';
 export type { BlasInfo, CompilerInfo, KernelAttributes, LaunchLimits } from '../../binding.js';
 import { native } from '../native.js';
 import { resolveDevice } from '../device.js';

@@ -17,6 +17,7 @@ namespace {
 
 // The tag the workspace carries, so snapshots and memory_stats_by_tag say whose it is.
 constexpr const char* kWorkspaceName = "cuBLAS workspace";
+constexpr const char* kLtWorkspaceName = "cuBLASLt workspace";
 
 Napi::Value BlasInfoOf(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -25,6 +26,9 @@ Napi::Value BlasInfoOf(const Napi::CallbackInfo& info) {
   o.Set("available", b.available);
   o.Set("reason", b.reason);
   o.Set("path", b.path);
+  o.Set("ltAvailable", b.lt_available);
+  o.Set("ltReason", b.lt_reason);
+  o.Set("ltPath", b.lt_path);
   o.Set("version", b.version == 0 ? std::string()
                                   : std::to_string(b.version / 10000) + "." + std::to_string(b.version / 100 % 100) + "." +
                                         std::to_string(b.version % 100));
@@ -44,7 +48,7 @@ Napi::Value Gemm(const Napi::CallbackInfo& info) {
   const int device = device_arg(info, 0);
   if (info.Length() < 2 || !info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array ||
       info[1].As<Napi::Float64Array>().ElementLength() < kGemmParamCount) {
-    throw InvalidArgumentError("gemm(device, params: Float64Array(29))", "ERR_INVALID_ARG_TYPE");
+    throw InvalidArgumentError("gemm(device, params: Float64Array(33))", "ERR_INVALID_ARG_TYPE");
   }
   const double* p = info[1].As<Napi::Float64Array>().Data();
   GemmRequest r;
@@ -79,7 +83,15 @@ Napi::Value Gemm(const Napi::CallbackInfo& info) {
   r.stream = static_cast<StreamId>(whole(p, kGemmStream, "stream"));
   r.record = p[kGemmRecord] != 0;
   r.row_major = p[kGemmRowMajor] != 0;
-  r.workspace_ctx = CallContext{static_cast<std::uint32_t>(whole(p, kGemmStackId, "stackId")), name_tag(kWorkspaceName)};
+  r.bias_base = static_cast<DevicePtr>(whole(p, kGemmBiasBase, "bias"));
+  r.bias_offset = static_cast<std::uint64_t>(whole(p, kGemmBiasOffset, "bias's offset"));
+  r.bias_limit = static_cast<std::uint64_t>(whole(p, kGemmBiasLimit, "bias's size"));
+  const std::int64_t epilogue = whole(p, kGemmEpilogue, "epilogue");
+  if (epilogue < 0 || epilogue > 2) throw InvalidArgumentError("gemm: unknown epilogue");
+  s.epilogue = static_cast<BlasEpilogue>(epilogue);
+  const auto stack = static_cast<std::uint32_t>(whole(p, kGemmStackId, "stackId"));
+  r.workspace_ctx = CallContext{stack, name_tag(kWorkspaceName)};
+  r.lt_workspace_ctx = CallContext{stack, name_tag(kLtWorkspaceName)};
   runtime(info).blas(device).gemm(r);
   return info.Env().Undefined();
 }
@@ -89,11 +101,12 @@ Napi::Value ClearBlasWorkspaces(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(runtime(info).blas(device_arg(info, 0)).clear_workspaces()));
 }
 
-// blasWorkspaces(device) -> { bytes: each one's size, count }
+// blasWorkspaces(device) -> { bytes: each cuBLAS one's size, ltBytes: each cuBLASLt one's, count }
 Napi::Value BlasWorkspaces(const Napi::CallbackInfo& info) {
   DeviceBlas& b = runtime(info).blas(device_arg(info, 0));
   Napi::Object o = Napi::Object::New(info.Env());
   o.Set("bytes", static_cast<double>(b.workspace_bytes()));
+  o.Set("ltBytes", static_cast<double>(b.lt_workspace_bytes()));
   o.Set("count", static_cast<double>(b.workspace_count()));
   return o;
 }

@@ -35,7 +35,11 @@ enum GemmParam : std::size_t {
   kGemmBLimit = 26,
   kGemmCLimit = 27,
   kGemmRowMajor = 28,  // the caller wrote it row-major (matmul): messages name its operands
-  kGemmParamCount = 29,
+  kGemmBiasBase = 29,  // cuBLASLt's bias vector (0: none)
+  kGemmBiasOffset = 30,
+  kGemmBiasLimit = 31,
+  kGemmEpilogue = 32,  // 0 none, 1 relu, 2 gelu
+  kGemmParamCount = 33,
 };
 
 }  // namespace cca::binding

@@ -15,6 +15,8 @@ constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
 // PyTorch's defaults (CublasHandlePool.cpp): ":4096:2:16:8", and ":4096:8" from Hopper on.
 constexpr Bytes kDefaultWorkspace = 4096 * 1024 * 2 + 16 * 1024 * 8;
 constexpr Bytes kHopperWorkspace = 4096 * 1024 * 8;
+// PyTorch's CUBLASLT_WORKSPACE_SIZE default: 1024 KiB.
+constexpr Bytes kDefaultLtWorkspace = 1024 * 1024;
 
 [[noreturn]] void bad_shape(const std::string& message) { throw InvalidArgumentError("gemm: " + message, "ERR_CCA_GEMM_SHAPE"); }
 
@@ -110,6 +112,12 @@ DeviceBlas::DeviceBlas(Device& device, BlasEngine* blas, DeviceCachingAllocator&
     : device_(device), blas_(blas), allocator_(allocator) {
   const Bytes fallback = device.compute_capability().first >= 9 ? kHopperWorkspace : kDefaultWorkspace;
   workspace_bytes_ = parse_workspace_config(std::getenv("CUBLAS_WORKSPACE_CONFIG"), fallback);
+  lt_workspace_bytes_ = kDefaultLtWorkspace;
+  if (const char* kib = std::getenv("CUBLASLT_WORKSPACE_SIZE"); kib != nullptr && *kib >= '0' && *kib <= '9') {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(kib, &end, 10);
+    if (*end == 0 && v < (1ull << 40)) lt_workspace_bytes_ = static_cast<Bytes>(v * 1024);
+  }
 }
 
 DeviceBlas::~DeviceBlas() {
@@ -135,15 +143,16 @@ BlasEngine& DeviceBlas::engine(const char* what) const {
   return *blas_;
 }
 
-DevicePtr DeviceBlas::workspace_for(StreamId stream, const CallContext& ctx) {
-  if (workspace_bytes_ == 0) return 0;
+DevicePtr DeviceBlas::workspace_for(StreamId stream, bool lt, const CallContext& ctx) {
+  const Bytes bytes = lt ? lt_workspace_bytes_ : workspace_bytes_;
+  if (bytes == 0) return 0;
   Device::CaptureInfo capture;
   const bool captured = device_.stream_capture_info(stream, &capture) == Status::kOk && capture.active;
-  const auto key = std::make_pair(std::this_thread::get_id(), stream);
+  const Key key{std::this_thread::get_id(), stream, lt};
   auto it = workspaces_.find(key);
   if (it == workspaces_.end()) {
     // On a captured stream the allocator routes this to the capture's pool.
-    const DevicePtr ptr = allocator_.malloc(workspace_bytes_, stream, 0, ctx);
+    const DevicePtr ptr = allocator_.malloc(bytes, stream, 0, ctx);
     it = workspaces_.emplace(key, Workspace{ptr, false}).first;
   }
   it->second.captured |= captured;
@@ -153,8 +162,15 @@ DevicePtr DeviceBlas::workspace_for(StreamId stream, const CallContext& ctx) {
 void DeviceBlas::gemm(const GemmRequest& r) {
   BlasEngine& blas = engine("gemm");
   const GemmExtents x = check_gemm_shape(r.shape, r.row_major);
-  const std::pair<const char*, std::pair<std::uint64_t, std::uint64_t>> spans[3] = {
-      {r.row_major ? "B" : "A", {x.a, r.a_limit}}, {r.row_major ? "A" : "B", {x.b, r.b_limit}}, {"C", {x.c, r.c_limit}}};
+  GemmCall call = r.shape;
+  const bool lt = r.bias_base != 0 || call.epilogue != BlasEpilogue::kNone;
+  if (lt && !blas_info().lt_available) throw DeviceError("gemm: a bias or an epilogue needs cuBLASLt: " + blas_info().lt_reason, "ERR_CCA_BLAS_UNAVAILABLE");
+  // The bias: one element of C's type per row of C as cuBLAS stores it (a row-major caller's
+  // output column).
+  const std::uint64_t bias_bytes = r.bias_base == 0 || call.m == 0 ? 0 : static_cast<std::uint64_t>(call.m) * (call.type == BlasType::kF32 ? 4 : 2);
+  const std::pair<const char*, std::pair<std::uint64_t, std::uint64_t>> spans[4] = {
+      {r.row_major ? "B" : "A", {x.a, r.a_limit}}, {r.row_major ? "A" : "B", {x.b, r.b_limit}}, {"C", {x.c, r.c_limit}},
+      {"bias", {bias_bytes, r.bias_limit}}};
   for (const auto& [name, s] : spans) {
     if (s.first > s.second) {
       throw InvalidArgumentError(std::string("gemm: ") + name + " spans " + std::to_string(s.first) + " bytes but its buffer " +
@@ -163,29 +179,32 @@ void DeviceBlas::gemm(const GemmRequest& r) {
                                  "ERR_CCA_OUT_OF_BOUNDS");
     }
   }
-  GemmCall call = r.shape;
   call.a = r.a_base + r.a_offset;
   call.b = r.b_base + r.b_offset;
   call.c = r.c_base + r.c_offset;
+  call.bias = r.bias_base == 0 ? 0 : r.bias_base + r.bias_offset;
   std::lock_guard<std::mutex> lock(mu_);
-  const BufferUse operands[3] = {{r.a_base, r.a_offset, x.a}, {r.b_base, r.b_offset, x.b}, {r.c_base, r.c_offset, x.c}};
+  BufferUse uses[5] = {{r.a_base, r.a_offset, x.a}, {r.b_base, r.b_offset, x.b}, {r.c_base, r.c_offset, x.c}};
+  std::size_t count = 3;
+  if (r.bias_base != 0) uses[count++] = {r.bias_base, r.bias_offset, bias_bytes};
   const bool nothing = call.m == 0 || call.n == 0;
+  const Bytes ws_bytes = lt ? lt_workspace_bytes_ : workspace_bytes_;
   // A call that would make this stream's workspace (or computes nothing) has its operands
   // checked first, so a refused one leaves no workspace behind.
-  if (nothing || (workspace_bytes_ != 0 && workspaces_.count({std::this_thread::get_id(), r.stream}) == 0)) {
-    allocator_.enqueue_on_buffers(r.stream, operands, 3, false, "gemm", [](void*) { return Status::kOk; }, nullptr);
+  if (nothing || (ws_bytes != 0 && workspaces_.count(Key{std::this_thread::get_id(), r.stream, lt}) == 0)) {
+    allocator_.enqueue_on_buffers(r.stream, uses, count, false, "gemm", [](void*) { return Status::kOk; }, nullptr);
     if (nothing) return;
   }
-  const DevicePtr ws = workspace_for(r.stream, r.workspace_ctx);
+  const DevicePtr ws = workspace_for(r.stream, lt, lt ? r.lt_workspace_ctx : r.workspace_ctx);
   struct Work {
     BlasEngine* blas;
     const GemmCall* call;
     StreamId stream;
     DevicePtr ws;
     Bytes ws_bytes;
-  } work{&blas, &call, r.stream, ws, ws == 0 ? 0 : workspace_bytes_};
-  const BufferUse uses[4] = {operands[0], operands[1], operands[2], {ws, 0, work.ws_bytes}};
-  allocator_.enqueue_on_buffers(r.stream, uses, ws == 0 ? 3 : 4, r.record, "gemm", [](void* data) {
+  } work{&blas, &call, r.stream, ws, ws == 0 ? 0 : ws_bytes};
+  if (ws != 0) uses[count++] = {ws, 0, work.ws_bytes};
+  allocator_.enqueue_on_buffers(r.stream, uses, count, r.record, "gemm", [](void* data) {
     Work& w = *static_cast<Work*>(data);
     const Status s = w.blas->gemm(*w.call, w.stream, w.ws, w.ws_bytes);
     if (s == Status::kInvalidValue || s == Status::kUnsupported) {

@@ -28,10 +28,15 @@ struct GemmRequest {
   std::uint64_t a_offset = 0, b_offset = 0, c_offset = 0;
   // The bytes each may span from its offset (a view's size; the allocator checks the buffer's).
   std::uint64_t a_limit = UINT64_MAX, b_limit = UINT64_MAX, c_limit = UINT64_MAX;
+  // cuBLASLt's bias vector (shape.bias unset; 0: none), as the operands are given.
+  DevicePtr bias_base = 0;
+  std::uint64_t bias_offset = 0, bias_limit = UINT64_MAX;
   StreamId stream = 0;
   bool record = true;
-  // The context the workspace is allocated with when this call makes one (its tag says whose).
+  // The context the workspace is allocated with when this call makes one (its tag says whose:
+  // the binding gives cuBLAS's and cuBLASLt's).
   CallContext workspace_ctx;
+  CallContext lt_workspace_ctx;
   // The caller wrote the product row-major (matmul): `shape` is its column-major transpose,
   // A and B, m and n swapped, and messages name them as the caller did.
   bool row_major = false;
@@ -57,8 +62,10 @@ class DeviceBlas {
   // workspace a captured GEMM used stays while the runtime lives, since a graph may replay
   // it). Returns how many were kept. ERR_CCA_CAPTURE_UNSUPPORTED during a capture here.
   std::size_t clear_workspaces();
-  // Bytes of each workspace (CUBLAS_WORKSPACE_CONFIG, read once; PyTorch's grammar).
+  // Bytes of each workspace (CUBLAS_WORKSPACE_CONFIG, read once; PyTorch's grammar), and of
+  // each cuBLASLt one (CUBLASLT_WORKSPACE_SIZE in KiB, PyTorch's variable; default 1 MiB).
   Bytes workspace_bytes() const { return workspace_bytes_; }
+  Bytes lt_workspace_bytes() const { return lt_workspace_bytes_; }
   // Workspaces held now, and their bytes.
   std::size_t workspace_count() const;
 
@@ -68,14 +75,23 @@ class DeviceBlas {
     bool captured = false;  // a captured GEMM used it: a graph may replay it
   };
   BlasEngine& engine(const char* what) const;
-  DevicePtr workspace_for(StreamId stream, const CallContext& ctx);
+  DevicePtr workspace_for(StreamId stream, bool lt, const CallContext& ctx);
+  struct Key {
+    std::thread::id thread;
+    StreamId stream;
+    bool lt;
+    bool operator<(const Key& o) const {
+      return thread != o.thread ? thread < o.thread : stream != o.stream ? stream < o.stream : lt < o.lt;
+    }
+  };
 
   Device& device_;
   BlasEngine* blas_;
   DeviceCachingAllocator& allocator_;
   Bytes workspace_bytes_;
+  Bytes lt_workspace_bytes_;
   mutable std::mutex mu_;
-  std::map<std::pair<std::thread::id, StreamId>, Workspace> workspaces_;
+  std::map<Key, Workspace> workspaces_;
 };
 
 // The checks gemm makes, and the operands' extents: exposed for tests. With `row_major`,

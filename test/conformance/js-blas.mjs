@@ -181,6 +181,46 @@ test('the workspace comes from the allocator: one per stream, tagged, in the sna
   side.destroy();
 });
 
+test('a bias and an activation in the same call (cuBLASLt\'s epilogue), per output column', async () => {
+  const m = 3, n = 4, kk = 2;
+  const A = ints(m * kk), B = ints(kk * n), bias = ints(n);
+  const a = cuda.alloc(A.byteLength).copyFrom(A), b = cuda.alloc(B.byteLength).copyFrom(B);
+  const bb = cuda.alloc(bias.byteLength).copyFrom(bias), c = cuda.alloc(m * n * 4);
+  const plain = reference({ m, n, k: kk, lda: kk, ldb: n, ldc: n, strideA: 0, strideB: 0, strideC: 0 }, A, B, new Float32Array(m * n));
+  const biased = plain.map((v, i) => v + bias[i % n]);
+  compute.matmul(a, b, c, { m, n, k: kk, bias: bb });
+  assert.deepEqual(Array.from(c.copyTo(new Float32Array(m * n))), biased);
+  compute.matmul(a, b, c, { m, n, k: kk, bias: bb, epilogue: 'relu' });
+  assert.deepEqual(Array.from(c.copyTo(new Float32Array(m * n))), biased.map((v) => Math.max(0, v)));
+  compute.matmul(a, b, c, { m, n, k: kk, epilogue: 'relu' });
+  assert.deepEqual(Array.from(c.copyTo(new Float32Array(m * n))), plain.map((v) => Math.max(0, v)));
+  compute.matmul(a, b, c, { m, n, k: kk, bias: bb, epilogue: 'gelu' });
+  const gelu = (v) => 0.5 * v * (1 + Math.tanh(0.7978845608 * (v + 0.044715 * v ** 3)));
+  const got = c.copyTo(new Float32Array(m * n));
+  biased.forEach((v, i) => assert.ok(Math.abs(got[i] - gelu(v)) < 1e-3 * (1 + Math.abs(v)), `gelu ${i}: ${got[i]} vs ${gelu(v)}`));
+  // The same in f16, its bias f16 too.
+  const a16 = cuda.alloc(m * kk * 2).copyFrom(ENCODE.f16(A)), b16 = cuda.alloc(kk * n * 2).copyFrom(ENCODE.f16(B));
+  const bias16 = cuda.alloc(n * 2).copyFrom(ENCODE.f16(bias)), c16 = cuda.alloc(m * n * 2);
+  compute.matmul(a16, b16, c16, { m, n, k: kk, dtype: 'f16', bias: bias16, epilogue: 'relu' });
+  assert.deepEqual(DECODE.f16(c16.copyTo(new Uint16Array(m * n))), biased.map((v) => Math.max(0, v)));
+  for (const x of [a, b, bb, c, a16, b16, bias16, c16]) x.free();
+});
+
+test('cuBLASLt has its own workspace per stream, tagged, from the allocator', async () => {
+  compute.clearBlasWorkspaces();
+  const { ltBytes } = compute.blasWorkspaces();
+  const a = cuda.alloc(64).fill(0), bias = cuda.alloc(16).fill(0), c = cuda.alloc(64);
+  compute.matmul(a, a, c, { m: 4, n: 4, k: 4, bias });
+  compute.matmul(a, a, c, { m: 4, n: 4, k: 4 });
+  assert.equal(compute.blasWorkspaces().count, 2, 'one cuBLASLt and one cuBLAS workspace for the stream');
+  const blocks = memory._snapshot().segments.flatMap((s) => s.blocks).filter((x) => x.user_metadata === 'cuBLASLt workspace');
+  assert.equal(blocks.length, ltBytes > 0 ? 1 : 0);
+  assert.ok(blocks.every((x) => x.size >= ltBytes));
+  compute.clearBlasWorkspaces();
+  assert.equal(compute.blasWorkspaces().count, 0);
+  for (const x of [a, bias, c]) x.free();
+});
+
 function slowStream() {
   const flag = cuda.alloc(4).fill(0);
   const stream = cuda.Stream.create();

@@ -17,7 +17,8 @@ const FAKE_CUBLAS = fileURLToPath(new URL('../../build-tests/libfakecublas.so', 
 const ENTRY = new URL('../../dist/index.js', import.meta.url).href;
 const SCRIPT = fileURLToPath(new URL('../conformance/js-blas.mjs', import.meta.url));
 const ready = existsSync(FAKE) && existsSync(FAKE_CUBLAS) && existsSync(fileURLToPath(ENTRY));
-const env = { CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_CUBLAS_PATH: FAKE_CUBLAS, FAKE_CUDA_CAPACITY_MB: '256' };
+// The fake library answers for cuBLASLt too.
+const env = { CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_CUBLAS_PATH: FAKE_CUBLAS, CCA_CUBLASLT_PATH: FAKE_CUBLAS, FAKE_CUDA_CAPACITY_MB: '256' };
 
 function run(script: string, extra: Record<string, string> = {}): any {
   const code = `import * as cca from ${JSON.stringify(ENTRY)};\nconst { cuda, compute, memory } = cca;\n` +
@@ -59,13 +60,15 @@ describe.skipIf(!ready)('compute.matmul on the fake cuBLAS', () => {
         () => compute.matmul(a, 5, c, { m: 4, n: 4, k: 4 }),
         () => compute.matmul(a, b, c, { m: 4, n: 4, k: 4, trasnA: true }),
         () => { const d = cuda.alloc(64); d.free(); compute.matmul(a, b, d, { m: 4, n: 4, k: 4 }); },
+        () => compute.matmul(a, b, c, { m: 4, n: 4, k: 4, bias: c.view(0, 8) }),
+        () => compute.matmul(a, b, c, { m: 4, n: 4, k: 4, epilogue: 'tanh' }),
       ];
       const errors = calls.map((f) => { try { f(); return null; } catch (e) { return [e.code, e.message]; } });
       return { errors, same: state() === before, invariants: memory.check_invariants() };`);
     const codes = out.errors.map((e: [string, string] | null) => e?.[0]);
     expect(codes).toEqual(['ERR_CCA_GEMM_SHAPE', 'ERR_CCA_OUT_OF_BOUNDS', 'ERR_CCA_OUT_OF_BOUNDS', 'ERR_CCA_GEMM_SHAPE',
       'ERR_CCA_GEMM_SHAPE', 'ERR_INVALID_ARG_VALUE', 'ERR_INVALID_ARG_TYPE', 'ERR_INVALID_ARG_TYPE', 'ERR_INVALID_ARG_TYPE',
-      'ERR_INVALID_ARG_TYPE', 'ERR_CCA_INVALID_POINTER']);
+      'ERR_INVALID_ARG_TYPE', 'ERR_CCA_INVALID_POINTER', 'ERR_CCA_OUT_OF_BOUNDS', 'ERR_INVALID_ARG_TYPE']);
     const messages = out.errors.map((e: [string, string]) => e[1]);
     expect(messages[0]).toMatch(/lda is 2 but A's stored rows hold 4 elements; give lda >= 4/);
     expect(messages[1]).toMatch(/B spans 80 bytes but its buffer or view holds 64/);
@@ -80,11 +83,13 @@ describe.skipIf(!ready)('compute.matmul on the fake cuBLAS', () => {
     const script = `${SETUP}
       compute.matmul(a, b, c, { m: 4, n: 4, k: 4 });
       return { ...compute.blasWorkspaces(), c: c.copyTo(new Float32Array(1))[0] };`;
-    expect(run(script, { CUBLAS_WORKSPACE_CONFIG: ':1024:2:16:4' })).toEqual({ bytes: 2 * 2 ** 20 + 64 * 1024, count: 1, c: 8 });
-    expect(run(script, { CUBLAS_WORKSPACE_CONFIG: ':0:0' })).toEqual({ bytes: 0, count: 0, c: 8 });
+    expect(run(script, { CUBLAS_WORKSPACE_CONFIG: ':1024:2:16:4' })).toEqual({ bytes: 2 * 2 ** 20 + 64 * 1024, ltBytes: 2 ** 20, count: 1, c: 8 });
+    expect(run(script, { CUBLAS_WORKSPACE_CONFIG: ':0:0' })).toEqual({ bytes: 0, ltBytes: 2 ** 20, count: 0, c: 8 });
     // A malformed value falls back to the default, as PyTorch's does (32 MiB from Hopper on;
     // the fake device reports compute capability 9.0).
-    expect(run(script, { CUBLAS_WORKSPACE_CONFIG: '4096:2' })).toEqual({ bytes: 32 * 2 ** 20, count: 1, c: 8 });
+    expect(run(script, { CUBLAS_WORKSPACE_CONFIG: '4096:2' })).toEqual({ bytes: 32 * 2 ** 20, ltBytes: 2 ** 20, count: 1, c: 8 });
+    // cuBLASLt's, in KiB (PyTorch's CUBLASLT_WORKSPACE_SIZE).
+    expect(run(script, { CUBLASLT_WORKSPACE_SIZE: '256' })).toMatchObject({ ltBytes: 256 * 1024 });
   });
 
   it('captures GEMMs in a graph: the workspace comes from the graph\'s pool and outlives clearing while the graph lives', () => {
@@ -137,7 +142,17 @@ describe.skipIf(!ready)('compute.matmul on the fake cuBLAS', () => {
   });
 
   it('reports the library it found', () => {
-    expect(run('return compute.blasInfo();')).toEqual({ available: true, reason: '', path: FAKE_CUBLAS, version: '13.0.2' });
+    expect(run('return compute.blasInfo();')).toEqual({
+      available: true, reason: '', path: FAKE_CUBLAS, version: '13.0.2', ltAvailable: true, ltReason: '', ltPath: FAKE_CUBLAS,
+    });
+    // cuBLASLt is looked for beside cuBLAS when nothing names it; a bias then needs it.
+    const out = run(`const a = cuda.alloc(64), bias = cuda.alloc(16);
+      const info = compute.blasInfo();
+      try { compute.matmul(a, a, a, { m: 4, n: 4, k: 4, bias }); return [info, null]; } catch (e) { return [info, e.code]; }`,
+    { CCA_CUBLASLT_PATH: '' });
+    expect(out[0].ltAvailable).toBe(false);
+    expect(out[0].ltReason).toContain(FAKE_CUBLAS.replace(/libfakecublas\.so$/, 'libcublasLt.so.13'));
+    expect(out[1]).toBe('ERR_CCA_BLAS_UNAVAILABLE');
   });
 });
 
@@ -162,7 +177,8 @@ describe('gemm\'s parameter layout', () => {
       CBase: GemmParam.CBase, COffset: GemmParam.COffset, Ldc: GemmParam.Ldc, StrideC: GemmParam.StrideC,
       Batch: GemmParam.Batch, Dtype: GemmParam.Dtype, Compute: GemmParam.Compute, Alpha: GemmParam.Alpha,
       Beta: GemmParam.Beta, Record: GemmParam.Record, StackId: GemmParam.StackId, ALimit: GemmParam.ALimit,
-      BLimit: GemmParam.BLimit, CLimit: GemmParam.CLimit, RowMajor: GemmParam.RowMajor, ParamCount: GemmParam.ParamCount,
+      BLimit: GemmParam.BLimit, CLimit: GemmParam.CLimit, RowMajor: GemmParam.RowMajor, BiasBase: GemmParam.BiasBase,
+      BiasOffset: GemmParam.BiasOffset, BiasLimit: GemmParam.BiasLimit, Epilogue: GemmParam.Epilogue, ParamCount: GemmParam.ParamCount,
     };
     expect(native).toEqual(js);
   });

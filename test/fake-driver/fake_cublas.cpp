@@ -31,6 +31,7 @@ struct Handle {
 
 std::atomic<long long> g_creates{0}, g_set_streams{0}, g_set_workspaces{0}, g_gemms{0}, g_gemms_without_workspace{0};
 std::atomic<long long> g_last_workspace{0}, g_last_workspace_bytes{0};
+std::atomic<long long> g_lt_matmuls{0}, g_lt_last_workspace{0}, g_lt_last_workspace_bytes{0};
 
 float from_half(std::uint16_t h) {
   const std::uint32_t sign = (h & 0x8000u) << 16;
@@ -114,7 +115,15 @@ struct Job {
   const void* a;
   const void* b;
   void* c;
+  const void* bias = nullptr;  // cuBLASLt's: one element per row of C
+  int activation = 0;          // 0 none, 1 relu, 2 gelu (tanh approximation, as cuBLASLt's)
 };
+
+float activate(float v, int activation) {
+  if (activation == 1) return v < 0 ? 0 : v;
+  if (activation == 2) return 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+  return v;
+}
 
 void run(void* data) {
   const Job* j = static_cast<const Job*>(data);
@@ -134,7 +143,9 @@ void run(void* data) {
         const std::int64_t ci = row + static_cast<std::int64_t>(col) * j->ldc;
         // beta == 0: C is not read (it may hold NaN), as cuBLAS documents.
         const double old = j->beta == 0.0f ? 0.0 : static_cast<double>(load(c, ci, j->type));
-        store(c, ci, j->type, static_cast<float>(j->alpha * sum + j->beta * old));
+        double v = j->alpha * sum + j->beta * old;
+        if (j->bias != nullptr) v += static_cast<double>(load(j->bias, row, j->type));
+        store(c, ci, j->type, activate(static_cast<float>(v), j->activation));
       }
     }
   }
@@ -226,9 +237,136 @@ FAKE int cublasGemmStridedBatchedEx(void* handle, int ta, int tb, int m, int n, 
   return kSuccess;
 }
 
+// cuBLASLt: descriptors as plain structs, a heuristic that offers one algorithm (needing no
+// workspace), and the matmul queued as the GEMM above is.
+namespace {
+
+struct LtDesc {
+  int compute, scale;
+  int ta = 0, tb = 0;
+  unsigned epilogue = 1;
+  const void* bias = nullptr;
+};
+struct LtLayout {
+  int type;
+  unsigned long long rows, cols;
+  long long ld;
+  int batch = 1;
+  long long stride = 0;
+};
+struct LtPref {
+  unsigned long long max_workspace = 0;
+};
+struct LtHeuristic {
+  unsigned long long algo[8];
+  std::size_t workspace_size;
+  int state;
+  float waves;
+  int reserved[4];
+};
+
+template <class T>
+int set_from(T& field, const void* buf, std::size_t bytes) {
+  if (buf == nullptr || bytes != sizeof(T)) return kInvalidValue;
+  std::memcpy(&field, buf, sizeof(T));
+  return kSuccess;
+}
+
+}  // namespace
+
+FAKE int cublasLtCreate(void** handle) {
+  if (handle == nullptr) return kInvalidValue;
+  *handle = new int(0);
+  return kSuccess;
+}
+FAKE int cublasLtMatmulDescCreate(void** desc, int compute, int scale) {
+  *desc = new LtDesc{compute, scale};
+  return kSuccess;
+}
+FAKE int cublasLtMatmulDescDestroy(void* desc) {
+  delete static_cast<LtDesc*>(desc);
+  return kSuccess;
+}
+FAKE int cublasLtMatmulDescSetAttribute(void* desc, int attr, const void* buf, std::size_t bytes) {
+  auto* d = static_cast<LtDesc*>(desc);
+  switch (attr) {
+    case 3: return set_from(d->ta, buf, bytes);
+    case 4: return set_from(d->tb, buf, bytes);
+    case 7: return set_from(d->epilogue, buf, bytes);
+    case 8: return set_from(d->bias, buf, bytes);
+    default: return kInvalidValue;
+  }
+}
+FAKE int cublasLtMatrixLayoutCreate(void** layout, int type, unsigned long long rows, unsigned long long cols, long long ld) {
+  if (ld < static_cast<long long>(rows > 1 ? rows : 1)) return kInvalidValue;
+  *layout = new LtLayout{type, rows, cols, ld};
+  return kSuccess;
+}
+FAKE int cublasLtMatrixLayoutDestroy(void* layout) {
+  delete static_cast<LtLayout*>(layout);
+  return kSuccess;
+}
+FAKE int cublasLtMatrixLayoutSetAttribute(void* layout, int attr, const void* buf, std::size_t bytes) {
+  auto* l = static_cast<LtLayout*>(layout);
+  if (attr == 5) return set_from(l->batch, buf, bytes);
+  if (attr == 6) return set_from(l->stride, buf, bytes);
+  return kInvalidValue;
+}
+FAKE int cublasLtMatmulPreferenceCreate(void** pref) {
+  *pref = new LtPref();
+  return kSuccess;
+}
+FAKE int cublasLtMatmulPreferenceDestroy(void* pref) {
+  delete static_cast<LtPref*>(pref);
+  return kSuccess;
+}
+FAKE int cublasLtMatmulPreferenceSetAttribute(void* pref, int attr, const void* buf, std::size_t bytes) {
+  if (attr != 1) return kInvalidValue;
+  return set_from(static_cast<LtPref*>(pref)->max_workspace, buf, bytes);
+}
+FAKE int cublasLtMatmulAlgoGetHeuristic(void*, void* desc, void* a, void* b, void* c, void* d, void*, int requested,
+                                        LtHeuristic* out, int* count) {
+  if (requested <= 0 || desc == nullptr || a == nullptr || b == nullptr || c == nullptr || d == nullptr) return kInvalidValue;
+  std::memset(out, 0, sizeof *out);
+  *count = 1;
+  return kSuccess;
+}
+FAKE int cublasLtMatmul(void*, void* desc, const void* alpha, const void* a, void* ad, const void* b, void* bd,
+                        const void* beta, const void* c, void* cd, void* d, void* dd, const void* algo, void* workspace,
+                        std::size_t workspace_bytes, void* stream) {
+  auto* md = static_cast<LtDesc*>(desc);
+  auto *la = static_cast<LtLayout*>(ad), *lb = static_cast<LtLayout*>(bd), *lc = static_cast<LtLayout*>(cd),
+       *ld = static_cast<LtLayout*>(dd);
+  if (algo == nullptr || c != d || lc != ld) return kInvalidValue;  // the tests' calls are in place
+  const bool ta = md->ta == 1, tb = md->tb == 1;
+  const int m = static_cast<int>(lc->rows), n = static_cast<int>(lc->cols);
+  const int k = static_cast<int>(ta ? la->rows : la->cols);
+  if ((ta ? la->cols : la->rows) != lc->rows || (tb ? lb->rows : lb->cols) != lc->cols ||
+      static_cast<int>(tb ? lb->cols : lb->rows) != k || la->type != lc->type || lb->type != lc->type) {
+    return kInvalidValue;
+  }
+  const unsigned e = md->epilogue;
+  if ((e & 4) != 0 && md->bias == nullptr) return kInvalidValue;
+  ++g_lt_matmuls;
+  g_lt_last_workspace = static_cast<long long>(reinterpret_cast<std::uintptr_t>(workspace));
+  g_lt_last_workspace_bytes = static_cast<long long>(workspace_bytes);
+  const bool half = md->compute == kCompute16F;
+  auto* job = new Job{ta, tb, m, n, k, lc->type, static_cast<int>(la->ld), static_cast<int>(lb->ld), static_cast<int>(lc->ld),
+                      lc->batch, la->stride, lb->stride, lc->stride,
+                      half ? from_half(*static_cast<const std::uint16_t*>(alpha)) : *static_cast<const float*>(alpha),
+                      half ? from_half(*static_cast<const std::uint16_t*>(beta)) : *static_cast<const float*>(beta),
+                      a, b, d, (e & 4) != 0 ? md->bias : nullptr, (e & 2) != 0 ? 1 : (e & 32) != 0 ? 2 : 0};
+  if (m == 0 || n == 0) return kSuccess;
+  if (cuLaunchHostFunc(stream, &run, job) != 0) return kExecutionFailed;
+  return kSuccess;
+}
+
 // creates, set-streams, set-workspaces, GEMMs, GEMMs with no workspace of ours set, the last
-// GEMM's workspace address and bytes.
+// GEMM's workspace address and bytes; cuBLASLt matmuls, the last one's workspace and bytes.
 FAKE void fake_cublas_counts(long long* out) {
+  out[7] = g_lt_matmuls;
+  out[8] = g_lt_last_workspace;
+  out[9] = g_lt_last_workspace_bytes;
   out[0] = g_creates;
   out[1] = g_set_streams;
   out[2] = g_set_workspaces;

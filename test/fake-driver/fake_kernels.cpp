@@ -108,25 +108,6 @@ CUresult linear(const unsigned char* p, std::uint64_t threads) {
   return kSuccess;
 }
 
-// bias_relu(float* y, const float* b, unsigned rows, unsigned out, unsigned relu): y += b per
-// row, then max(0, .) if relu (examples/mlp-forward.mjs's epilogue after a cuBLAS GEMM).
-CUresult bias_relu(const unsigned char* p, std::uint64_t threads) {
-  const auto y = arg<unsigned long long>(p, 0), b = arg<unsigned long long>(p, 8);
-  const std::uint64_t rows = arg<unsigned>(p, 16), out = arg<unsigned>(p, 20);
-  const bool relu = arg<unsigned>(p, 24) != 0;
-  if (threads < rows * out) return kSuccess;
-  if (!inside(y, rows * out * 4) || !inside(b, out * 4)) return kIllegalAddress;
-  auto* Y = reinterpret_cast<float*>(y);
-  const auto* B = reinterpret_cast<const float*>(b);
-  for (std::uint64_t r = 0; r < rows; ++r) {
-    for (std::uint64_t o = 0; o < out; ++o) {
-      const float v = Y[r * out + o] + B[o];
-      Y[r * out + o] = relu && v < 0 ? 0 : v;
-    }
-  }
-  return kSuccess;
-}
-
 // sum_f32(const float* x, float* out, unsigned n): *out += x[0..n)
 CUresult sum_f32(const unsigned char* p, std::uint64_t threads) {
   const auto x = arg<unsigned long long>(p, 0), out = arg<unsigned long long>(p, 8);
@@ -160,7 +141,6 @@ const std::map<std::string, Kernel>& kernels() {
       {"scale", {{{0, 8}, {8, 4}, {12, 4}}, scale}},
       {"linear", {{{0, 8}, {8, 8}, {16, 8}, {24, 8}, {32, 4}, {36, 4}, {40, 4}, {44, 4}}, linear}},
       {"sum_f32", {{{0, 8}, {8, 8}, {16, 4}}, sum_f32}},
-      {"bias_relu", {{{0, 8}, {8, 8}, {16, 4}, {20, 4}, {24, 4}}, bias_relu}},
       {"noop", {{{0, 8}, {8, 4}}, noop}},
       {"wait_flag", {{{0, 8}}, wait_flag}},
       {"trap", {{}, trap}},

@@ -92,14 +92,16 @@ TEST(blas_on_fake_cublas_sets_stream_then_workspace_every_call) {
   if (std::getenv("CCA_CONFORMANCE_DRIVER") != nullptr) return;  // this process runs the real driver
   ::setenv("CCA_LIBCUDA_PATH", FAKE_CUDA_PATH, 1);
   ::setenv("CCA_CUBLAS_PATH", FAKE_CUBLAS_PATH, 1);
+  ::setenv("CCA_CUBLASLT_PATH", FAKE_CUBLAS_PATH, 1);  // the fake answers for cuBLASLt too
   ::setenv("FAKE_CUDA_CAPACITY_MB", "256", 1);
   ::unsetenv("CUBLAS_WORKSPACE_CONFIG");
   if (!probe_cuda().available) harness::fail(__FILE__, __LINE__, "fake driver unusable");
   CHECK(blas_info().available);
+  CHECK(blas_info().lt_available);
   void* lib = dlopen(FAKE_CUBLAS_PATH, RTLD_NOW | RTLD_NOLOAD);
   CHECK(lib != nullptr);
   auto counts = reinterpret_cast<void (*)(long long*)>(dlsym(lib, "fake_cublas_counts"));
-  long long before[7], after[7];
+  long long before[10], after[10];
   counts(before);
 
   Runtime runtime(CudaPlatform::open(), AllocatorConfig{}, "test");
@@ -136,9 +138,18 @@ TEST(blas_on_fake_cublas_sets_stream_then_workspace_every_call) {
   r.c_offset = 4096;
   CHECK_THROWS(blas.gemm(r), InvalidArgumentError, "ERR_CCA_OUT_OF_BOUNDS");
   CHECK_EQ(blas.workspace_count(), std::size_t{3});
-  long long last[7];
+  long long last[10];
   counts(last);
   CHECK_EQ(last[3], after[3]);
+  // A bias goes to cuBLASLt, with its own workspace for the stream.
+  r.c_offset = 0;
+  r.stream = 0;
+  r.bias_base = buf;
+  blas.gemm(r);
+  counts(last);
+  CHECK_EQ(last[7] - after[7], 1LL);
+  CHECK_EQ(last[9], static_cast<long long>(blas.lt_workspace_bytes()));
+  CHECK_EQ(blas.workspace_count(), std::size_t{4});
   CHECK_EQ(blas.clear_workspaces(), std::size_t{0});
   CHECK_EQ(blas.workspace_count(), std::size_t{0});
   a.free(buf);

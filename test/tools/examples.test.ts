@@ -18,9 +18,9 @@ describe.skipIf(!existsSync(FAKE) || !existsSync(FAKE_NVRTC))('examples/mlp-forw
     const snapshot = join(tempDir('cca-example-'), 'mlp.pickle');
     const out = execFileSync(process.execPath, [EXAMPLE, '3', snapshot], {
       encoding: 'utf8',
-      env: { ...process.env, CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_NVRTC_PATH: FAKE_NVRTC, CCA_CUBLAS_PATH: FAKE_CUBLAS, FAKE_CUDA_CAPACITY_MB: '512' },
+      env: { ...process.env, CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_NVRTC_PATH: FAKE_NVRTC, CCA_CUBLAS_PATH: FAKE_CUBLAS, CCA_CUBLASLT_PATH: FAKE_CUBLAS, FAKE_CUDA_CAPACITY_MB: '512' },
     });
-    expect(out).toMatch(/layers: cuBLAS 13\.0\.2 GEMM, then a bias\/relu kernel/);
+    expect(out).toMatch(/layers: cuBLAS 13\.0\.2, one cuBLASLt call each \(the bias and relu in its epilogue\)/);
     expect(out).toMatch(/3 batches of 256 through 784 -> 512 -> 256 -> 10/);
     expect(out).toMatch(/max \|error\| \S+ ok/);
     expect(out).toMatch(/pinned: 4 blocks/);
@@ -28,10 +28,10 @@ describe.skipIf(!existsSync(FAKE) || !existsSync(FAKE_NVRTC))('examples/mlp-forw
     const tags = new Set(snap.device_traces[0]!.map((e) => e.user_metadata).filter(Boolean));
     for (const tag of ['weights.0', 'bias.2', 'input', 'activations.0', 'activations.2']) expect(tags).toContain(tag);
     const live = snap.segments.flatMap((s) => s.blocks).filter((b) => b.state === 'active_allocated');
-    // The weights and biases, and cuBLAS's workspace for the work stream; every batch's
+    // The weights and biases, and cuBLASLt's workspace for the work stream; every batch's
     // buffers were freed.
     expect(live.map((b) => b.user_metadata ?? '').sort()).toEqual(
-      ['bias.0', 'bias.1', 'bias.2', 'cuBLAS workspace', 'weights.0', 'weights.1', 'weights.2']);
+      ['bias.0', 'bias.1', 'bias.2', 'cuBLASLt workspace', 'weights.0', 'weights.1', 'weights.2']);
   });
 });
 
@@ -41,7 +41,7 @@ describe.skipIf(!existsSync(FAKE) || !existsSync(FAKE_NVRTC))('examples/mlp-forw
       encoding: 'utf8',
       env: { ...process.env, CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_NVRTC_PATH: FAKE_NVRTC, CCA_CUBLAS_PATH: '/nonexistent/libcublas.so', FAKE_CUDA_CAPACITY_MB: '512' },
     });
-    expect(out).toMatch(/layers: one hand-written kernel each \(no cuBLAS/);
+    expect(out).toMatch(/layers: one hand-written kernel each \(cuBLAS not found\)/);
     expect(out).toMatch(/max \|error\| \S+ ok/);
   });
 });

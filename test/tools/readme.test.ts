@@ -15,7 +15,7 @@ const FAKE_NVRTC = new URL('../../build-tests/libfakenvrtc.so', import.meta.url)
 const FAKE_CUBLAS = new URL('../../build-tests/libfakecublas.so', import.meta.url).pathname;
 function envFor(code: string): NodeJS.ProcessEnv {
   if (!/\bcompute\./.test(code)) return { ...process.env, CCA_DEVICE: 'sim' };
-  return { ...process.env, CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_NVRTC_PATH: FAKE_NVRTC, CCA_CUBLAS_PATH: FAKE_CUBLAS };
+  return { ...process.env, CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_NVRTC_PATH: FAKE_NVRTC, CCA_CUBLAS_PATH: FAKE_CUBLAS, CCA_CUBLASLT_PATH: FAKE_CUBLAS };
 }
 
 describe('README example', () => {
