@@ -372,3 +372,25 @@ TEST(caching_off_returns_every_free_to_the_device) {
   CHECK_EQ(f.cur(kReservedBytes), std::int64_t{2 * MiB});  // cached again
   CHECK_VALID(f.a());
 }
+
+// An inactive block's requested_size is the last request made of its block object, as
+// PyTorch writes it: alloc_found_block splits the front off as a new block and the free
+// remainder keeps the object (and its last request), so after a freed block absorbs its
+// neighbours and is split again, the remainder can show a request larger than itself. Only
+// active blocks' requests count in the segment's requested_size (PyTorch's snapshot()).
+TEST(inactive_requested_size_is_the_block_objects_last_request_as_pytorch_writes_it) {
+  Fixture f;
+  const DevicePtr a = f.a().malloc(188000, 0);  // the front of a fresh 2 MiB segment
+  f.a().free(a);                               // absorbs the (never allocated) remainder
+  const DevicePtr b = f.a().malloc(1000, 0);   // split again: the remainder is a's object
+  CHECK_EQ(b, a);
+  for (int i = 0; i < 1900; ++i) f.a().malloc(1000, 0);  // shrink that remainder below 188000
+  const DeviceSnapshot s = f.a().snapshot(0, false);
+  CHECK_EQ(s.segments.size(), std::size_t{1});
+  const SnapshotBlock& tail = s.blocks.back();
+  CHECK(tail.state == BlockState::kFree);
+  CHECK_EQ(tail.size, Bytes{2 * MiB - 1901 * 1024});
+  CHECK_EQ(tail.requested_size, Bytes{188000});     // stale, and larger than the block
+  CHECK_EQ(s.segments[0].requested_size, Bytes{1901 * 1000});  // active blocks only
+  CHECK_VALID(f.a());
+}
