@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { runCases } from './run-cases.mjs';
-import { cuda, compute, memory } from '../../dist/index.js';
+import { cuda, compute, memory, monitoring } from '../../dist/index.js';
 
 const fake = cuda.deviceName(0).startsWith('Fake CUDA');
 const KERNELS = ['fill_u32', 'wait_flag'];
@@ -174,6 +174,9 @@ test('the workspace comes from the allocator: one per stream, tagged, in the sna
   assert.equal(blocks.length, 2);
   assert.ok(blocks.every((x) => x.size >= bytes && x.state === 'active_allocated'));
   assert.equal(memory.memory_stats_by_tag()['cuBLAS workspace']?.allocated_bytes.current, 2 * bytes);
+  // The metrics' per-label series (cca_tag_allocated_bytes{tag="cuBLAS workspace"}) read the same.
+  const tagged = monitoring.readSamples()[0].tags.find((t) => t.name === 'cuBLAS workspace');
+  assert.equal(tagged?.bytes, 2 * bytes);
   assert.equal(compute.clearBlasWorkspaces(), 0);
   assert.equal(compute.blasWorkspaces().count, 0);
   assert.equal(memory.memory_allocated() - before, 3 * 512);
