@@ -1,13 +1,15 @@
-// A deep MLP's forward pass (24 linear layers: 24 kernel launches per forward), run eagerly
-// and as one CUDA graph. The graph is captured once with compute.captureGraph; each forward
-// is then one graph.launch(). It checks that the graph computes what the eager launches
-// compute, then prints the CPU time per forward and the forwards per second of each.
+// A deep MLP's forward pass (24 linear layers: 24 calls per forward, each one cuBLASLt GEMM
+// with the bias and relu in its epilogue where cuBLAS is found, else one kernel of ours),
+// run eagerly and as one CUDA graph. The graph is captured once with compute.captureGraph;
+// each forward is then one graph.launch(). It checks that the graph computes what the eager
+// calls compute, then prints the CPU time per forward and the forwards per second of each.
 //
-//   node examples/graph-forward.mjs [forwards]
+//   node examples/graph-forward.mjs [forwards] [--kernel]   (--kernel: our kernel even with cuBLAS)
 //
-// Needs the cuda backend and NVRTC (in the test suite: our fake driver and fake NVRTC);
-// elsewhere it prints one line saying so and exits. bench/gpu/pytorch_graph_forward.py runs
-// the same network in PyTorch, eager and under torch.cuda.graph.
+// Needs the cuda backend, and cuBLAS or NVRTC (in the test suite: our fake driver, fake cuBLAS
+// and fake NVRTC); elsewhere it prints one line saying so and exits.
+// bench/gpu/pytorch_graph_forward.py runs the same network in PyTorch, eager and under
+// torch.cuda.graph.
 // In your project, import from 'cuda-caching-allocator' instead of '../dist/index.js'.
 import { compute, cuda, memory } from '../dist/index.js';
 import { linearKernel } from './linear-layer.mjs';
@@ -16,10 +18,12 @@ import { requireCuda } from './requirements.mjs';
 const LAYERS = 24;
 const WIDTH = 256;
 const BATCH = 64;
-const forwards = Number(process.argv[2] ?? 200);
+const forwards = Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 200);
 
-requireCuda('graph-forward', { nvrtc: true });
-const linear = await linearKernel('graph-forward.cu');
+const blas = compute.blasInfo();
+const fused = blas.available && blas.ltAvailable && !process.argv.includes('--kernel');
+requireCuda('graph-forward', { nvrtc: !fused });
+const linear = fused ? null : await linearKernel('graph-forward.cu');
 
 const stream = cuda.Stream.create();
 let seed = 7;
@@ -42,7 +46,11 @@ function forward() {
   for (let l = 0; l < LAYERS; l++) {
     const last = l === LAYERS - 1;
     const y = last ? output : cuda.alloc(BATCH * WIDTH * 4, { stream });
-    linear.launch(launch, x, layers[l].w, layers[l].b, y, BATCH, WIDTH, WIDTH, last ? 0 : 1);
+    if (linear) {
+      linear.launch(launch, x, layers[l].w, layers[l].b, y, BATCH, WIDTH, WIDTH, last ? 0 : 1);
+    } else {
+      compute.matmul(x, layers[l].w, y, { m: BATCH, n: WIDTH, k: WIDTH, bias: layers[l].b, epilogue: last ? 'none' : 'relu', stream });
+    }
     if (x !== input) x.free();
     x = y;
   }
@@ -79,12 +87,12 @@ function time(run) {
 const eagerTimes = time(forward);
 const graphTimes = time(() => graph.launch());
 const result = {
-  layers: LAYERS, kernelsPerForward: LAYERS, nodes: graph.nodes, batch: BATCH, width: WIDTH, forwards,
+  layers: LAYERS, layer: linear ? 'kernel' : 'cuBLASLt', callsPerForward: LAYERS, nodes: graph.nodes, batch: BATCH, width: WIDTH, forwards,
   same, eager: eagerTimes, graph: graphTimes,
   issueRatio: eagerTimes.issueUsPerForward / graphTimes.issueUsPerForward,
   graphPoolReservedBytes: memory.memory_stats()[`reserved_bytes_by_private_pools.${graph.pool.join('_')}.all.current`],
 };
-console.log(`graph-forward: ${LAYERS} kernels per forward; eager ${eagerTimes.issueUsPerForward.toFixed(1)} us to issue one ` +
+console.log(`graph-forward: ${LAYERS} ${linear ? 'kernels' : 'cuBLASLt GEMMs'} per forward; eager ${eagerTimes.issueUsPerForward.toFixed(1)} us to issue one ` +
   `(${eagerTimes.forwardsPerSecond.toFixed(0)}/s), graph ${graphTimes.issueUsPerForward.toFixed(1)} us ` +
   `(${graphTimes.forwardsPerSecond.toFixed(0)}/s): ${result.issueRatio.toFixed(1)}x cheaper to issue`);
 console.log(JSON.stringify(result));

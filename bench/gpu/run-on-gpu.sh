@@ -36,6 +36,10 @@ step demo.txt 60 env CCA_DEVICE=cuda node dist/cli/main.js demo
 if ! CCA_DEVICE=cuda node -e "import('./dist/index.js').then(m => process.exit(m.compute.compilerInfo().available ? 0 : 1))"; then
   export CCA_NVRTC_PATH=$(find /usr/local /opt -name 'libnvrtc.so.1[23]' 2>/dev/null | head -1)
 fi
+# cuBLAS: the library's own search first; where it finds none, PyTorch's wheel's copy.
+if ! CCA_DEVICE=cuda node -e "import('./dist/index.js').then(m => process.exit(m.compute.blasInfo().available ? 0 : 1))"; then
+  export CCA_CUBLAS_PATH=$(python3 -c 'import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print((sorted(glob.glob(d + "/nvidia/*/lib/libcublas.so.1[23]")) + [""])[0])')
+fi
 step js_kernels.txt 120 env CCA_DEVICE=cuda node test/conformance/js-kernels.mjs
 step launch.txt 120 env CCA_DEVICE=cuda node bench/js-launch.mjs
 step copy.txt 120 env CCA_DEVICE=cuda node bench/js-copy.mjs
@@ -43,6 +47,7 @@ step mlp.txt 120 env CCA_DEVICE=cuda node examples/mlp-forward.mjs 200 "$out/mlp
 # CUDA graphs: 24 launches per forward, eager against one graph launch, ours and PyTorch's
 # (torch.cuda.graph) on the same network; the C++ graph tests run on the fake driver only.
 step graph_forward.txt 180 env CCA_DEVICE=cuda node examples/graph-forward.mjs 2000
+step graph_forward_kernel.txt 180 env CCA_DEVICE=cuda node examples/graph-forward.mjs 2000 --kernel
 step pytorch_graph_forward.txt 180 python3 bench/gpu/pytorch_graph_forward.py 2000
 # PyTorch's own memory_viz code reads the example's snapshot and draws it.
 step mlp_viz.txt 60 python3 -c "import pickle, sys; from torch.cuda import _memory_viz as v; s = pickle.load(open('$out/mlp.pickle', 'rb')); print('segments', len(s['segments']), 'trace entries', len(s['device_traces'][0])); print('trace_plot html bytes', len(v.trace_plot(s))); print('segment_plot html bytes', len(v.segment_plot(s)))"
@@ -58,13 +63,11 @@ step gpu_bench.txt 120 ./build-tests/cca_gpu_bench
 step js_alloc_free.txt 90 env CCA_DEVICE=cuda node bench/js-alloc-free.mjs
 step js_snapshot.txt 90 env CCA_DEVICE=cuda node bench/js-snapshot.mjs
 step pytorch.txt 90 python3 bench/gpu/pytorch_compare.py
-# cuBLAS: the library's own search first; where it finds none, PyTorch's wheel's copy.
-if ! CCA_DEVICE=cuda node -e "import('./dist/index.js').then(m => process.exit(m.compute.blasInfo().available ? 0 : 1))"; then
-  export CCA_CUBLAS_PATH=$(python3 -c 'import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print((sorted(glob.glob(d + "/nvidia/*/lib/libcublas.so.1[23]")) + [""])[0])')
-fi
 step js_blas.txt 180 env CCA_DEVICE=cuda node test/conformance/js-blas.mjs
 step js_gemm.txt 240 env CCA_DEVICE=cuda node bench/js-gemm.mjs 50
 step pytorch_gemm.txt 240 python3 bench/gpu/pytorch_gemm.py 50
+# examples/mlp-forward.mjs (on cuBLASLt, found above; mlp.txt) against the same MLP in PyTorch eager.
+step pytorch_mlp_forward.txt 120 python3 bench/gpu/pytorch_mlp_forward.py 200
 # Whether this torch records pinned host memory in history yet (issue 21's last item).
 step pytorch_pinned_history.txt 60 python3 bench/gpu/pytorch_pinned_history.py "$out/pinned-history.pickle"
 step pytorch_cpp_pair.txt 240 env CCA_TORCH_EXT_DIR="$(mktemp -d)" python3 bench/gpu/pytorch_cpp_pair.py

@@ -74,14 +74,18 @@ describe.skipIf(!existsSync(FAKE))('examples/ipc-share.mjs', () => {
 const GRAPH_EXAMPLE = fileURLToPath(new URL('../../examples/graph-forward.mjs', import.meta.url));
 
 describe('examples/graph-forward.mjs', () => {
-  it.skipIf(!existsSync(FAKE) || !existsSync(FAKE_NVRTC))('captures 24 layers as one graph whose launch computes what the eager launches do', () => {
-    const out = execFileSync(process.execPath, [GRAPH_EXAMPLE, '1'], {
+  it.skipIf(!existsSync(FAKE) || !existsSync(FAKE_NVRTC)).each([
+    ['cuBLASLt', []], ['kernel', ['--kernel']],
+  ])('captures 24 layers (%s) as one graph whose launch computes what the eager calls do', (layer, args) => {
+    const out = execFileSync(process.execPath, [GRAPH_EXAMPLE, '1', ...args], {
       encoding: 'utf8',
-      env: { ...process.env, CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_NVRTC_PATH: FAKE_NVRTC, FAKE_CUDA_CAPACITY_MB: '512' },
+      env: { ...process.env, CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_NVRTC_PATH: FAKE_NVRTC, CCA_CUBLAS_PATH: FAKE_CUBLAS,
+        CCA_CUBLASLT_PATH: FAKE_CUBLAS, FAKE_CUDA_CAPACITY_MB: '512' },
     });
     const result = JSON.parse(out.trim().split('\n').pop()!);
     expect(result.same).toBe(true);
-    expect(result.kernelsPerForward).toBe(24);
+    expect(result.layer).toBe(layer);
+    expect(result.callsPerForward).toBe(24);
     expect(result.nodes).toBe(24);
     expect(result.graphPoolReservedBytes).toBeGreaterThan(0);  // the activations live in the graph's pool
     // No timing is asserted here: the fake driver runs kernels on the CPU (bench/gpu times it).
