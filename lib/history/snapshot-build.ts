@@ -3,17 +3,32 @@
 // no clock converter: its cost depends only on segments and blocks.
 import { native } from '../native.js';
 import { deviceCount } from '../device.js';
-import { stacks, tags } from './stack-store.js';
+import { CLIENT_TAG_BASE, stacks, tags } from './stack-store.js';
 import { capture } from './record.js';
 import { annotations } from './annotations.js';
 import { isGraphOwnedPool, poolTupleOf } from '../snapshot/pool-id.js';
 import { LazyList } from '../snapshot/lazy-list.js';
 import type { JsonBytes } from '../snapshot/json-bytes.js';
 import { Blk, Seg, Trc } from '../snapshot/records.generated.js';
-import type { Block, BlockState, Segment, Snapshot, TraceAction, TraceEntry } from '../snapshot/types.js';
+import type { Block, BlockState, Frame, Segment, Snapshot, TraceAction, TraceEntry } from '../snapshot/types.js';
 
 const STATES: BlockState[] = ['inactive', 'active_allocated', 'active_pending_free'];
 let actions: TraceAction[] | undefined;
+
+// Memory native code allocated (a C ABI client, cuBLAS's workspace) under a name, with no
+// stack of its own: one frame naming it, so no viewer reads the block as allocated before the
+// history began (memory_viz says so of a block without frames). Native stacks come later.
+const nativeFrames = new Map<number, Frame[]>();
+function framesOf(stack: number, tag: number): Frame[] {
+  if (stack !== 0 || tag < CLIENT_TAG_BASE) return stacks.frames(stack);
+  let frames = nativeFrames.get(tag);
+  if (frames === undefined) {
+    const name = tags.name(tag);
+    frames = [{ filename: `<native: ${name}>`, line: 0, name: `allocated by native code (${name}); no native stack recorded`, column: 0 }];
+    if (name !== '') nativeFrames.set(tag, frames);
+  }
+  return frames;
+}
 
 function decodeSegments(device: number, segs: Float64Array, blocks: Float64Array, out: Segment[]): void {
   for (let i = 0; i < segs.length; i += Seg.width) {
@@ -22,14 +37,14 @@ function decodeSegments(device: number, segs: Float64Array, blocks: Float64Array
     const bl: Block[] = new Array(count);
     for (let j = 0; j < count; j++) {
       const o = (first + j) * Blk.width;
+      const tag = blocks[o + Blk.tag]!;
       const b: Block = {
         address: blocks[o + Blk.address]!,
         size: blocks[o + Blk.size]!,
         requested_size: blocks[o + Blk.requested_size]!,
         state: STATES[blocks[o + Blk.state]!]!,
-        frames: stacks.frames(blocks[o + Blk.stack]!),
+        frames: framesOf(blocks[o + Blk.stack]!, tag),
       };
-      const tag = blocks[o + Blk.tag]!;
       if (tag) b.user_metadata = tags.name(tag);
       bl[j] = b;
     }
@@ -69,7 +84,7 @@ export function decodeTraces(t: Float64Array, start = 0, end = t.length / Trc.wi
     const e: TraceEntry = action === 'oom'
       ? { action, device_free: t[i + Trc.addr]!, size, stream, time_us, compile_context: 'N/A', user_metadata, pool_id, seq }
       : { action, addr: t[i + Trc.addr]!, size, stream, time_us, compile_context: 'N/A', user_metadata, pool_id, seq };
-    if (withFrames || stack) e.frames = stacks.frames(stack);
+    if (withFrames || stack || tag >= CLIENT_TAG_BASE) e.frames = framesOf(stack, tag);
     out[k] = e;
   }
   return out;
@@ -139,10 +154,12 @@ export function writeTraceEntriesJson(t: Float64Array, start: number, end: numbe
     }
     out.bytes(J.seq);
     out.number(t[i + Trc.seq]!);
-    if (withFrames || stack) {
+    if (withFrames || stack || tag >= CLIENT_TAG_BASE) {
       out.bytes(J.frames);
-      let frames = encoded.frames.get(stack);
-      if (frames === undefined) encoded.frames.set(stack, (frames = Buffer.from(JSON.stringify(stacks.frames(stack)), 'utf8')));
+      // Native code's frame is keyed by its tag, negated: no stack id is negative.
+      const key = stack === 0 && tag >= CLIENT_TAG_BASE ? -tag : stack;
+      let frames = encoded.frames.get(key);
+      if (frames === undefined) encoded.frames.set(key, (frames = Buffer.from(JSON.stringify(framesOf(stack, tag)), 'utf8')));
       out.bytes(frames);
     }
     out.bytes(J.end);

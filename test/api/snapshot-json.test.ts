@@ -9,6 +9,7 @@ import { CudaOutOfMemoryError, MemPool, cuda, memory, use_mem_pool } from '../..
 import { native } from '../../lib/native.js';
 import { decodeTraces, fullSnapshot, writeTraceEntriesJson, type EncodedText } from '../../lib/history/snapshot-build.js';
 import { JsonBytes } from '../../lib/snapshot/json-bytes.js';
+import { CLIENT_TAG_BASE } from '../../lib/history/stack-store.js';
 import { MemorySink } from '../../lib/snapshot/sink.js';
 import { MiB, freshSim } from '../support/helpers.js';
 import { rng } from '../support/replay.js';
@@ -28,6 +29,12 @@ function workload(): void {
   }
   for (let i = 0; i < 50; i++) site(512 * (1 + (i % 7))).free();
   for (const b of kept) b.free();
+  // Memory native code allocated under a name and with no stack (as a C ABI client's is): its
+  // entries carry one frame naming it, on both paths.
+  const slots = native.callSlots();
+  slots.set([0, 4096, 0, 0, CLIENT_TAG_BASE]);
+  native.allocInSlots();
+  native.free(0, slots[0]!);
 }
 
 describe('JSON trace entries written from the records', () => {
@@ -40,6 +47,7 @@ describe('JSON trace entries written from the records', () => {
       const built = decodeTraces(t);
       const actions = new Set(built.map((e) => e.action));
       expect([...actions]).toEqual(expect.arrayContaining(['alloc', 'free_completed', 'segment_alloc', 'oom']));
+      expect(built.filter((e) => e.frames?.[0]?.name.startsWith('allocated by native code')).length).toBeGreaterThanOrEqual(2);
       const expected = built.map((e) => JSON.stringify(e)).join(',');
       const n = built.length;
       const encoded: EncodedText = { frames: new Map(), tags: new Map() };
