@@ -149,7 +149,17 @@ void run(void* data) {
       }
     }
   }
-  // The job is kept: a captured GEMM runs again on every replay of its graph.
+  // The job is kept (in `jobs`): a captured GEMM runs again on every replay of its graph.
+}
+
+// Every job queued, kept for the process's life (a test library's few kilobytes).
+std::mutex& jobs_mu = *new std::mutex;
+std::vector<Job*>& jobs = *new std::vector<Job*>;
+
+Job* keep(Job* job) {
+  std::lock_guard<std::mutex> lock(jobs_mu);
+  jobs.push_back(job);
+  return job;
 }
 
 }  // namespace
@@ -229,10 +239,10 @@ FAKE int cublasGemmStridedBatchedEx(void* handle, int ta, int tb, int m, int n, 
   g_last_workspace = static_cast<long long>(reinterpret_cast<std::uintptr_t>(h->workspace));
   g_last_workspace_bytes = static_cast<long long>(h->workspace_bytes);
   if (m == 0 || n == 0 || batch == 0) return kSuccess;
-  auto* job = new Job{trans_a, trans_b, m, n, k, atype, lda, ldb, ldc, batch, sa, sb, sc,
+  auto* job = keep(new Job{trans_a, trans_b, m, n, k, atype, lda, ldb, ldc, batch, sa, sb, sc,
                       compute == kCompute16F ? from_half(*static_cast<const std::uint16_t*>(alpha)) : *static_cast<const float*>(alpha),
                       compute == kCompute16F ? from_half(*static_cast<const std::uint16_t*>(beta)) : *static_cast<const float*>(beta),
-                      a, b, c};
+                      a, b, c});
   if (cuLaunchHostFunc(h->stream, &run, job) != 0) return kExecutionFailed;
   return kSuccess;
 }
@@ -277,6 +287,10 @@ int set_from(T& field, const void* buf, std::size_t bytes) {
 FAKE int cublasLtCreate(void** handle) {
   if (handle == nullptr) return kInvalidValue;
   *handle = new int(0);
+  return kSuccess;
+}
+FAKE int cublasLtDestroy(void* handle) {
+  delete static_cast<int*>(handle);
   return kSuccess;
 }
 FAKE int cublasLtMatmulDescCreate(void** desc, int compute, int scale) {
@@ -351,11 +365,11 @@ FAKE int cublasLtMatmul(void*, void* desc, const void* alpha, const void* a, voi
   g_lt_last_workspace = static_cast<long long>(reinterpret_cast<std::uintptr_t>(workspace));
   g_lt_last_workspace_bytes = static_cast<long long>(workspace_bytes);
   const bool half = md->compute == kCompute16F;
-  auto* job = new Job{ta, tb, m, n, k, lc->type, static_cast<int>(la->ld), static_cast<int>(lb->ld), static_cast<int>(lc->ld),
+  auto* job = keep(new Job{ta, tb, m, n, k, lc->type, static_cast<int>(la->ld), static_cast<int>(lb->ld), static_cast<int>(lc->ld),
                       lc->batch, la->stride, lb->stride, lc->stride,
                       half ? from_half(*static_cast<const std::uint16_t*>(alpha)) : *static_cast<const float*>(alpha),
                       half ? from_half(*static_cast<const std::uint16_t*>(beta)) : *static_cast<const float*>(beta),
-                      a, b, d, (e & 4) != 0 ? md->bias : nullptr, (e & 2) != 0 ? 1 : (e & 32) != 0 ? 2 : 0};
+                      a, b, d, (e & 4) != 0 ? md->bias : nullptr, (e & 2) != 0 ? 1 : (e & 32) != 0 ? 2 : 0});
   if (m == 0 || n == 0) return kSuccess;
   if (cuLaunchHostFunc(stream, &run, job) != 0) return kExecutionFailed;
   return kSuccess;

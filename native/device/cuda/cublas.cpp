@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
@@ -32,6 +33,7 @@ constexpr int kMajorVersion = 0, kMinorVersion = 1, kPatchLevel = 2;  // library
 
 struct CublasApi {
   cublasStatus (*cublasCreate_v2)(cublasHandle*);
+  cublasStatus (*cublasDestroy_v2)(cublasHandle);
   cublasStatus (*cublasSetStream_v2)(cublasHandle, void*);
   cublasStatus (*cublasSetWorkspace_v2)(cublasHandle, void*, std::size_t);
   cublasStatus (*cublasSetMathMode)(cublasHandle, int);
@@ -64,6 +66,7 @@ constexpr std::uint32_t kLtEpilogueDefault = 1, kLtEpilogueRelu = 2, kLtEpilogue
 
 struct LtApi {
   cublasStatus (*cublasLtCreate)(LtHandle*);
+  cublasStatus (*cublasLtDestroy)(LtHandle);
   cublasStatus (*cublasLtMatmulDescCreate)(LtDesc*, int, int);
   cublasStatus (*cublasLtMatmulDescDestroy)(LtDesc);
   cublasStatus (*cublasLtMatmulDescSetAttribute)(LtDesc, int, const void*, std::size_t);
@@ -154,6 +157,7 @@ void open_lt(Library& l) {
   }
   Resolver r{h, {}};
   r(l.lt.cublasLtCreate, "cublasLtCreate");
+  r(l.lt.cublasLtDestroy, "cublasLtDestroy");
   r(l.lt.cublasLtMatmulDescCreate, "cublasLtMatmulDescCreate");
   r(l.lt.cublasLtMatmulDescDestroy, "cublasLtMatmulDescDestroy");
   r(l.lt.cublasLtMatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute");
@@ -185,6 +189,7 @@ const Library& library() {
     }
     Resolver r{h, {}};
     r(l->api.cublasCreate_v2, "cublasCreate_v2");
+    r(l->api.cublasDestroy_v2, "cublasDestroy_v2");
     r(l->api.cublasSetStream_v2, "cublasSetStream_v2");
     r(l->api.cublasSetWorkspace_v2, "cublasSetWorkspace_v2");
     r(l->api.cublasSetMathMode, "cublasSetMathMode");
@@ -246,6 +251,18 @@ thread_local std::string t_reason;
 class CublasEngine final : public BlasEngine {
  public:
   explicit CublasEngine(CudaDevice& device) : device_(device) {}
+  ~CublasEngine() override {
+    if (handles_.empty() && lt_handles_.empty()) return;
+    device_.in_context([](void* data) {
+      auto& self = *static_cast<CublasEngine*>(data);
+      const Library& lib = library();
+      for (auto& [thread, h] : self.handles_) lib.api.cublasDestroy_v2(h);
+      for (auto& [thread, h] : self.lt_handles_) lib.lt.cublasLtDestroy(h);
+      return Status::kOk;
+    }, this);
+  }
+  CublasEngine(const CublasEngine&) = delete;
+  CublasEngine& operator=(const CublasEngine&) = delete;
 
   Status gemm(const GemmCall& call, StreamId stream, DevicePtr workspace, Bytes workspace_bytes) override {
     const Library& lib = library();
@@ -278,19 +295,23 @@ class CublasEngine final : public BlasEngine {
     return true;
   }
 
-  // The calling thread's handle for this device, made on its first GEMM here. Handles are
-  // kept for the thread's life (as PyTorch's pool keeps them): destroying one at exit would
-  // race the runtime's own teardown.
+  // The calling thread's handle for this device, made on its first GEMM here and kept by the
+  // engine (a thread's id, and so its handle, passes to a later thread once it has ended):
+  // destroyed with the engine, inside the device's context, before the device goes.
   cublasHandle handle(const CublasApi& api, Status* status) {
-    thread_local std::unordered_map<const CublasEngine*, cublasHandle> handles;
-    auto it = handles.find(this);
-    if (it != handles.end()) return it->second;
+    const std::thread::id self = std::this_thread::get_id();
+    {
+      std::lock_guard<std::mutex> lock(handles_mu_);
+      auto it = handles_.find(self);
+      if (it != handles_.end()) return it->second;
+    }
     cublasHandle h = nullptr;
     if (fails(api, api.cublasCreate_v2(&h), "cublasCreate")) {
       *status = Status::kError;
       return nullptr;
     }
-    handles.emplace(this, h);
+    std::lock_guard<std::mutex> lock(handles_mu_);
+    handles_.emplace(self, h);
     return h;
   }
 
@@ -328,12 +349,16 @@ class CublasEngine final : public BlasEngine {
 
   // The calling thread's cuBLASLt handle for this device, kept as the cuBLAS ones are.
   LtHandle lt_handle(const Library& lib) {
-    thread_local std::unordered_map<const CublasEngine*, LtHandle> handles;
-    auto it = handles.find(this);
-    if (it != handles.end()) return it->second;
+    const std::thread::id self = std::this_thread::get_id();
+    {
+      std::lock_guard<std::mutex> lock(handles_mu_);
+      auto it = lt_handles_.find(self);
+      if (it != lt_handles_.end()) return it->second;
+    }
     LtHandle h = nullptr;
     if (fails(lib.api, lib.lt.cublasLtCreate(&h), "cublasLtCreate")) return nullptr;
-    handles.emplace(this, h);
+    std::lock_guard<std::mutex> lock(handles_mu_);
+    lt_handles_.emplace(self, h);
     return h;
   }
 
@@ -432,6 +457,9 @@ class CublasEngine final : public BlasEngine {
   }
 
   CudaDevice& device_;
+  std::mutex handles_mu_;
+  std::unordered_map<std::thread::id, cublasHandle> handles_;
+  std::unordered_map<std::thread::id, LtHandle> lt_handles_;
 };
 
 }  // namespace
