@@ -7,6 +7,7 @@
 // CUBLAS_WORKSPACE_CONFIG, GEMMs under graph capture, a missing cuBLAS, the simulator, and the
 // parameter layout the two sides share.
 import { execFileSync } from 'node:child_process';
+import { ENTRY, runScript } from '../support/child-script.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -14,20 +15,13 @@ import { GemmParam } from '../../lib/compute/gemm-params.js';
 
 const FAKE = fileURLToPath(new URL('../../build-tests/libfakecuda.so', import.meta.url));
 const FAKE_CUBLAS = fileURLToPath(new URL('../../build-tests/libfakecublas.so', import.meta.url));
-const ENTRY = new URL('../../dist/index.js', import.meta.url).href;
 const SCRIPT = fileURLToPath(new URL('../conformance/js-blas.mjs', import.meta.url));
 const ready = existsSync(FAKE) && existsSync(FAKE_CUBLAS) && existsSync(fileURLToPath(ENTRY));
 // The fake library answers for cuBLASLt too.
 const env = { CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_CUBLAS_PATH: FAKE_CUBLAS, CCA_CUBLASLT_PATH: FAKE_CUBLAS, FAKE_CUDA_CAPACITY_MB: '256' };
 
 function run(script: string, extra: Record<string, string> = {}): any {
-  const code = `import * as cca from ${JSON.stringify(ENTRY)};\nconst { cuda, compute, memory } = cca;\n` +
-    `const out = await (async () => {${script}})();\nconsole.log(JSON.stringify(out));`;
-  const stdout = execFileSync(process.execPath, ['--input-type=module', '-e', code], {
-    encoding: 'utf8',
-    env: { ...process.env, ...env, ...extra },
-  });
-  return JSON.parse(stdout.trim().split('\n').pop()!);
+  return runScript('const { cuda, compute, memory } = cca;', script, { ...env, ...extra });
 }
 
 // A 4 x 4 product's buffers, and the state a refused call must leave as it was.

@@ -3,25 +3,19 @@
 // case runs in a child process. The same conformance script runs on a real GPU in
 // bench/gpu/run-on-gpu.sh.
 import { execFileSync } from 'node:child_process';
+import { ENTRY, runScript } from '../support/child-script.js';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const FAKE = fileURLToPath(new URL('../../build-tests/libfakecuda.so', import.meta.url));
 const FAKE_NVRTC = fileURLToPath(new URL('../../build-tests/libfakenvrtc.so', import.meta.url));
-const ENTRY = new URL('../../dist/index.js', import.meta.url).href;
 const SCRIPT = fileURLToPath(new URL('../conformance/js-kernels.mjs', import.meta.url));
 const ready = existsSync(FAKE) && existsSync(FAKE_NVRTC) && existsSync(fileURLToPath(ENTRY));
 const env = { CCA_DEVICE: 'cuda', CCA_LIBCUDA_PATH: FAKE, CCA_NVRTC_PATH: FAKE_NVRTC, FAKE_CUDA_CAPACITY_MB: '256' };
 
-function run(script: string, extra: Record<string, string> = {}): unknown {
-  const code = `import * as cca from ${JSON.stringify(ENTRY)};\nconst { cuda, compute, memory } = cca;\n` +
-    `const out = await (async () => {${script}})();\nconsole.log(JSON.stringify(out));`;
-  const stdout = execFileSync(process.execPath, ['--input-type=module', '-e', code], {
-    encoding: 'utf8',
-    env: { ...process.env, ...env, ...extra },
-  });
-  return JSON.parse(stdout.trim().split('\n').pop()!);
+function run(script: string, extra: Record<string, string> = {}): any {
+  return runScript('const { cuda, compute, memory } = cca;', script, { ...env, ...extra });
 }
 
 // Calls each line of `calls` and returns [code, message] for each (null when it did not throw).

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cuda_device.h"
+#include "../../common/half.h"
 
 namespace cca {
 
@@ -221,30 +222,8 @@ int data_type(BlasType t) {
   return kR32F;
 }
 
-// IEEE half from a double, rounded to nearest even (alpha and beta of an f16 computation).
-std::uint16_t to_half(double value) {
-  const float f = static_cast<float>(value);
-  std::uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const std::uint32_t sign = (x >> 16) & 0x8000u;
-  const int exponent = static_cast<int>((x >> 23) & 0xff) - 127 + 15;
-  std::uint32_t mantissa = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff) return static_cast<std::uint16_t>(sign | 0x7c00u | (mantissa ? 0x200u : 0));
-  if (exponent >= 31) return static_cast<std::uint16_t>(sign | 0x7c00u);
-  if (exponent <= 0) {
-    if (exponent < -10) return static_cast<std::uint16_t>(sign);
-    mantissa |= 0x800000u;
-    const int shift = 14 - exponent;
-    std::uint32_t half = mantissa >> shift;
-    const std::uint32_t rest = mantissa & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rest > mid || (rest == mid && (half & 1u))) ++half;
-    return static_cast<std::uint16_t>(sign | half);
-  }
-  std::uint32_t half = (static_cast<std::uint32_t>(exponent) << 10) | (mantissa >> 13);
-  const std::uint32_t rest = mantissa & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
-  return static_cast<std::uint16_t>(sign | half);
-}
+// alpha and beta of an f16 computation.
+std::uint16_t to_half(double value) { return float_to_half(static_cast<float>(value)); }
 
 thread_local std::string t_reason;
 
