@@ -1,8 +1,9 @@
-// Matrix multiplication on the allocator's buffers through cuBLAS, in one native call. The
+// Matrix multiplication on the allocator's buffers through cuBLAS (cuBLASLt for a bias or an
+// activation), in one native call. The
 // shape is checked against each operand's buffer (or view) before cuBLAS sees it, so no GEMM
 // reads or writes outside its buffers; the operands are recorded on the call's stream as a
-// kernel's buffers are; cuBLAS's workspace comes from the allocator, one per (thread, stream),
-// as PyTorch gives it (docs/compute.md, "Matrix multiplication").
+// kernel's buffers are; each library's workspace comes from the allocator, one per (thread,
+// stream), as PyTorch gives it (docs/compute.md, "Matrix multiplication").
 import { InvalidArgumentError } from '../errors.js';
 import { native } from '../native.js';
 import { resolveDevice } from '../device.js';

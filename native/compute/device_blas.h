@@ -1,7 +1,8 @@
-// GEMMs on one device's live allocations (cuBLAS through the BLAS contract, device/blas.h).
+// GEMMs on one device's live allocations (cuBLAS, and cuBLASLt for a bias or an epilogue,
+// through the BLAS contract, device/blas.h).
 // Every operand range is computed from the shape and checked by the allocator before the
 // library sees it, as a launch's buffers are (and recorded on the call's stream), so no GEMM
-// reads or writes outside its buffers: a guarantee cuBLAS does not give. The library's
+// reads or writes outside its buffers: a guarantee cuBLAS does not give. Each library's
 // workspace comes from the allocator, one per (thread, stream) as PyTorch keeps one per
 // (handle, stream), set on every call, so it shows in memory_stats and snapshots; a workspace
 // first made while its stream is captured comes from the graph's pool, and is never freed
