@@ -1,5 +1,5 @@
-// Copies between typed arrays and device memory, and fills. The allocator does the work
-// (DeviceCachingAllocator::copy_to_device and friends): it finds the live allocation at
+// Copies between typed arrays and device memory, and fills. The allocator's SyncCopies facet
+// does the work (allocator/policy/facets/sync_copies.h): it finds the live allocation at
 // `base` under its lock and refuses any range outside it, so a raw caller of this addon
 // cannot reach memory it does not own either.
 #include "copy_functions.h"
@@ -15,29 +15,29 @@ namespace {
 // copyHtoD(device, base, offset, typedArray)
 Napi::Value CopyHtoD(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  DeviceCachingAllocator& a = runtime(info).allocator(device_arg(info, 0));
+  SyncCopies copies = runtime(info).copies(device_arg(info, 0));
   const Span src = bytes_arg(info, 3, "array");
-  a.copy_to_device(u64_arg(info, 1, "base"), u64_arg(info, 2, "offset"), src.data, src.bytes);
+  copies.copy_to_device(u64_arg(info, 1, "base"), u64_arg(info, 2, "offset"), src.data, src.bytes);
   return env.Undefined();
 }
 
 // copyDtoH(device, base, offset, typedArray)
 Napi::Value CopyDtoH(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  DeviceCachingAllocator& a = runtime(info).allocator(device_arg(info, 0));
+  SyncCopies copies = runtime(info).copies(device_arg(info, 0));
   const Span dst = bytes_arg(info, 3, "array");
-  a.copy_to_host(dst.data, u64_arg(info, 1, "base"), u64_arg(info, 2, "offset"), dst.bytes);
+  copies.copy_to_host(dst.data, u64_arg(info, 1, "base"), u64_arg(info, 2, "offset"), dst.bytes);
   return env.Undefined();
 }
 
 // fill(device, base, offset, byte, bytes)
 Napi::Value Fill(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  DeviceCachingAllocator& a = runtime(info).allocator(device_arg(info, 0));
+  SyncCopies copies = runtime(info).copies(device_arg(info, 0));
   const std::uint64_t value = u64_arg(info, 3, "value");
   if (value > 255) throw InvalidArgumentError("fill value must be a byte (0-255)", "ERR_INVALID_ARG_VALUE");
-  a.fill(u64_arg(info, 1, "base"), u64_arg(info, 2, "offset"), static_cast<unsigned char>(value),
-         u64_arg(info, 4, "bytes"));
+  copies.fill(u64_arg(info, 1, "base"), u64_arg(info, 2, "offset"), static_cast<unsigned char>(value),
+              u64_arg(info, 4, "bytes"));
   return env.Undefined();
 }
 

@@ -3,6 +3,7 @@
 // its own (the driver runs host functions on a thread of its own): the event loop never
 // blocks, and a pending completion keeps the process alive as pending I/O does.
 #include "event_functions.h"
+#include "../allocator/policy/facets/graph_captures.h"
 
 #include "args.h"
 #include "export.h"
@@ -78,7 +79,7 @@ Napi::Value StreamDone(const Napi::CallbackInfo& info) {
   const StreamId stream = u64_arg(info, 1, "stream");
   r.allocator(device).require_live_stream(stream);  // before anything is made
   // Inside a capture the host function would become a node of the graph, run at each launch.
-  r.allocator(device).refuse_if_capturing("stream.done()");
+  GraphCaptures(r.allocator(device)).refuse_if_capturing("stream.done()");
   auto* c = new Completion{};
   napi_value promise, name;
   NAPI_THROW_IF_FAILED(env, napi_create_promise(env, &c->deferred, &promise), Napi::Value());

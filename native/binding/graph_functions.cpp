@@ -1,6 +1,7 @@
 // CUDA graphs: capture on a stream, launch, upload, destroy, over the device's DeviceGraphs
 // (which checks every handle and routes the capture's allocations).
 #include "graph_functions.h"
+#include "../allocator/policy/facets/graph_captures.h"
 
 #include "args.h"
 #include "export.h"
@@ -68,14 +69,14 @@ Napi::Value GraphInfo(const Napi::CallbackInfo& info) {
 Napi::Value CaptureState(const Napi::CallbackInfo& info) {
   DeviceCachingAllocator& a = runtime(info).allocator(device_arg(info, 0));
   Napi::Object out = Napi::Object::New(info.Env());
-  out.Set("underway", a.capture_underway());
-  out.Set("deferredFrees", static_cast<double>(a.frees_deferred_by_capture()));
+  out.Set("underway", GraphCaptures(a).capture_underway());
+  out.Set("deferredFrees", static_cast<double>(GraphCaptures(a).frees_deferred_by_capture()));
   return out;
 }
 
 // captureRoutingForTests(device, route): the negative control's hook
 Napi::Value CaptureRoutingForTests(const Napi::CallbackInfo& info) {
-  runtime(info).allocator(device_arg(info, 0)).set_capture_routing_for_tests(bool_arg(info, 1, "route"));
+  GraphCaptures(runtime(info).allocator(device_arg(info, 0))).set_capture_routing_for_tests(bool_arg(info, 1, "route"));
   return info.Env().Undefined();
 }
 

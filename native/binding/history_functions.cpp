@@ -7,6 +7,8 @@
 #include <memory>
 #include <optional>
 
+#include "../allocator/policy/facets/ledger_reads.h"
+#include "../allocator/policy/facets/live_traces.h"
 #include "../common/clock.h"
 #include "export.h"
 #include "args.h"
@@ -120,8 +122,9 @@ Napi::Value TraceSubscribe(const Napi::CallbackInfo& info) {
     throw InvalidArgumentError("mask has bits of no action", "ERR_INVALID_ARG_VALUE");
   }
   const std::uint64_t capacity = u64_arg(info, 2, "capacity");
-  runtime(info).allocator(device_arg(info, 0)).set_trace_subscription(
-      static_cast<std::uint32_t>(mask), static_cast<std::size_t>(capacity), static_cast<AddonState*>(info.Data())->owner);
+  LiveTraces(runtime(info).allocator(device_arg(info, 0)))
+      .subscribe(static_cast<std::uint32_t>(mask), static_cast<std::size_t>(capacity),
+                 static_cast<AddonState*>(info.Data())->owner);
   return info.Env().Undefined();
 }
 
@@ -130,7 +133,7 @@ Napi::Value TraceDrain(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::vector<TraceEntry> entries;
   std::uint64_t dropped = 0;
-  runtime(info).allocator(device_arg(info, 0)).drain_traces(entries, dropped);
+  LiveTraces(runtime(info).allocator(device_arg(info, 0))).drain(entries, dropped);
   Napi::Float64Array traces = Napi::Float64Array::New(env, entries.size() * kTraceFields);
   if (!entries.empty()) {
     const TickConverter conv = process_clock().converter();
@@ -148,7 +151,7 @@ Napi::Value ReferencedStacks(const Napi::CallbackInfo& info) {
   Runtime& r = runtime(info);
   std::vector<std::uint32_t> all;
   for (int d = 0; d < r.device_count(); ++d) {
-    auto ids = r.allocator(d).referenced_stacks();
+    auto ids = LedgerReads(r.allocator(d)).referenced_stacks();
     all.insert(all.end(), ids.begin(), ids.end());
   }
   Napi::Uint32Array out = Napi::Uint32Array::New(env, all.size());

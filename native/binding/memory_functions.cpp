@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "../allocator/policy/facets/address_lookups.h"
+#include "../allocator/policy/facets/ledger_reads.h"
 #include "../allocator/policy/options.h"
 #include "../allocator/state/stats.h"
 #include "export.h"
@@ -67,7 +69,7 @@ Napi::Value MonitorSample(const Napi::CallbackInfo& info) {
   double* p = out.Data();
   for (int d = 0; d < r.device_count(); ++d) {
     DeviceCachingAllocator& a = r.allocator(d);
-    const DeviceCachingAllocator::MonitorSample m = a.monitor_sample();
+    const cca::MonitorSample m = LedgerReads(a).monitor_sample();
     stat_values(m.stats, reported_max_split(a.max_split_size()), p);
     p += stat_keys().size();
     *p++ = static_cast<double>(m.largest_free_small);
@@ -99,7 +101,7 @@ Napi::Value MonitorSample(const Napi::CallbackInfo& info) {
 // current and peak. Tags of other JS environments are theirs to read.
 Napi::Value TagStats(const Napi::CallbackInfo& info) {
   const std::uint32_t owner = static_cast<AddonState*>(info.Data())->owner;
-  const std::vector<TagStat> all = runtime(info).allocator(device_arg(info, 0)).tag_stats();
+  const std::vector<TagStat> all = LedgerReads(runtime(info).allocator(device_arg(info, 0))).tag_stats();
   std::vector<const TagStat*> mine;
   for (const TagStat& t : all) {
     if (t.owner == owner || t.tag >= kClientIdBase) mine.push_back(&t);
@@ -157,7 +159,7 @@ Napi::Value CachingEnabled(const Napi::CallbackInfo& info) {
 Napi::Value AllocationStack(const Napi::CallbackInfo& info) {
   auto& a = runtime(info).allocator(device_arg(info, 0));
   std::uint32_t stack = 0;
-  const bool live = a.allocation_stack(u64_arg(info, 1, "ptr"), &stack);
+  const bool live = AddressLookups(a).allocation_stack(u64_arg(info, 1, "ptr"), &stack);
   return Napi::Number::New(info.Env(), live ? static_cast<double>(stack) : -1.0);
 }
 
@@ -166,7 +168,7 @@ Napi::Value AnnotateMemory(const Napi::CallbackInfo& info) {
   auto& a = runtime(info).allocator(device_arg(info, 0));
   const auto stack = static_cast<std::uint32_t>(u64_arg(info, 2, "stackId"));
   const auto tag = static_cast<std::uint32_t>(u64_arg(info, 3, "tagId"));
-  a.annotate(u64_arg(info, 1, "ptr"), CallContext{stack, tag});
+  AddressLookups(a).annotate(u64_arg(info, 1, "ptr"), CallContext{stack, tag});
   return info.Env().Undefined();
 }
 

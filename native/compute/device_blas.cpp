@@ -1,4 +1,5 @@
 #include "device_blas.h"
+#include "../allocator/policy/facets/graph_captures.h"
 
 #include <cstdlib>
 #include <limits>
@@ -192,7 +193,7 @@ void DeviceBlas::gemm(const GemmRequest& r) {
   // A call that would make this stream's workspace (or computes nothing) has its operands
   // checked first, so a refused one leaves no workspace behind.
   if (nothing || (ws_bytes != 0 && workspaces_.count(Key{std::this_thread::get_id(), r.stream, lt}) == 0)) {
-    allocator_.enqueue_on_buffers(r.stream, uses, count, false, "gemm", [](void*) { return Status::kOk; }, nullptr);
+    DeviceWork(allocator_).enqueue_on_buffers(r.stream, uses, count, false, "gemm", [](void*) { return Status::kOk; }, nullptr);
     if (nothing) return;
   }
   const DevicePtr ws = workspace_for(r.stream, lt, lt ? r.lt_workspace_ctx : r.workspace_ctx);
@@ -204,7 +205,7 @@ void DeviceBlas::gemm(const GemmRequest& r) {
     Bytes ws_bytes;
   } work{&blas, &call, r.stream, ws, ws == 0 ? 0 : ws_bytes};
   if (ws != 0) uses[count++] = {ws, 0, work.ws_bytes};
-  allocator_.enqueue_on_buffers(r.stream, uses, count, r.record, "gemm", [](void* data) {
+  DeviceWork(allocator_).enqueue_on_buffers(r.stream, uses, count, r.record, "gemm", [](void* data) {
     Work& w = *static_cast<Work*>(data);
     const Status s = w.blas->gemm(*w.call, w.stream, w.ws, w.ws_bytes);
     if (s == Status::kInvalidValue || s == Status::kUnsupported) {
@@ -216,7 +217,7 @@ void DeviceBlas::gemm(const GemmRequest& r) {
 
 std::size_t DeviceBlas::clear_workspaces() {
   std::lock_guard<std::mutex> lock(mu_);
-  allocator_.refuse_if_capturing("clearing cuBLAS workspaces");
+  GraphCaptures(allocator_).refuse_if_capturing("clearing cuBLAS workspaces");
   std::size_t kept = 0;
   for (auto it = workspaces_.begin(); it != workspaces_.end();) {
     if (it->second.captured) {

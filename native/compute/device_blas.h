@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "../allocator/policy/caching_allocator.h"
+#include "../allocator/policy/facets/device_work.h"
 #include "../device/blas.h"
 #include "../device/device.h"
 

@@ -1,4 +1,5 @@
 #include "device_compute.h"
+#include "../allocator/policy/facets/graph_captures.h"
 
 #include <string>
 
@@ -215,7 +216,7 @@ void DeviceCompute::launch(FunctionId function, const LaunchShape& shape, Stream
     check_shape(function_locked(function, "launching a kernel"), limits_locked(k), shape);
   }
   LaunchCall call{&k, function, &shape, stream, params, param_bytes};
-  allocator_.enqueue_on_buffers(stream, uses, use_count, record, "launching a kernel", enqueue_launch, &call);
+  DeviceWork(allocator_).enqueue_on_buffers(stream, uses, use_count, record, "launching a kernel", enqueue_launch, &call);
 }
 
 void DeviceCompute::require_pinned(const void* host, std::size_t bytes, const char* what) const {
@@ -252,7 +253,7 @@ void DeviceCompute::copy_to_device_async(const BufferUse& dst, const void* src, 
   require_pinned(src, dst.bytes, what);
   if (dst.bytes == 0) return;
   CopyCall call{&copies_, CopyCall::kToDevice, dst.base + dst.offset, 0, const_cast<void*>(src), dst.bytes, stream};
-  allocator_.enqueue_on_buffers(stream, &dst, 1, record, what, enqueue_copy, &call);
+  DeviceWork(allocator_).enqueue_on_buffers(stream, &dst, 1, record, what, enqueue_copy, &call);
   host_.record_use(src, dst.bytes, device_.index(), stream);
 }
 
@@ -261,7 +262,7 @@ void DeviceCompute::copy_to_host_async(void* dst, const BufferUse& src, StreamId
   require_pinned(dst, src.bytes, what);
   if (src.bytes == 0) return;
   CopyCall call{&copies_, CopyCall::kToHost, src.base + src.offset, 0, dst, src.bytes, stream};
-  allocator_.enqueue_on_buffers(stream, &src, 1, record, what, enqueue_copy, &call);
+  DeviceWork(allocator_).enqueue_on_buffers(stream, &src, 1, record, what, enqueue_copy, &call);
   host_.record_use(dst, src.bytes, device_.index(), stream);
 }
 
@@ -275,7 +276,7 @@ void DeviceCompute::copy_device_async(const BufferUse& dst, const BufferUse& src
   if (dst.bytes == 0) return;
   const BufferUse both[] = {dst, src};
   CopyCall call{&copies_, CopyCall::kDevice, dst.base + dst.offset, src.base + src.offset, nullptr, dst.bytes, stream};
-  allocator_.enqueue_on_buffers(stream, both, 2, record, what, enqueue_copy, &call);
+  DeviceWork(allocator_).enqueue_on_buffers(stream, both, 2, record, what, enqueue_copy, &call);
 }
 
 bool DeviceCompute::event_timed_locked(EventId event, const char* what) const {
@@ -306,7 +307,7 @@ void DeviceCompute::event_record(EventId event, StreamId stream) {
 }
 
 bool DeviceCompute::event_query(EventId event) {
-  allocator_.refuse_if_capturing("event.done() (an event query)");
+  GraphCaptures(allocator_).refuse_if_capturing("event.done() (an event query)");
   std::lock_guard<std::mutex> lock(mu_);
   event_timed_locked(event, "querying an event");
   Status s = device_.event_query(event);
@@ -316,7 +317,7 @@ bool DeviceCompute::event_query(EventId event) {
 }
 
 void DeviceCompute::event_synchronize(EventId event) {
-  allocator_.refuse_if_capturing("event.synchronize()");
+  GraphCaptures(allocator_).refuse_if_capturing("event.synchronize()");
   {
     std::lock_guard<std::mutex> lock(mu_);
     event_timed_locked(event, "synchronizing an event");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../allocator/policy/caching_allocator.h"
+#include "../allocator/policy/facets/device_work.h"
 #include "../device/device.h"
 #include "../device/kernels.h"
 #include "../host/host_caching_allocator.h"
@@ -44,7 +45,7 @@ class DeviceCompute {
 
   // Queues `function` on `stream` with `params` (laid out as the kernel's parameters),
   // after the allocator checked every buffer range in `uses` and, with `record`, recorded
-  // each on `stream` (see DeviceCachingAllocator::enqueue_on_buffers). The shape is
+  // each on `stream` (see DeviceWork::enqueue_on_buffers). The shape is
   // checked against the device's limits first.
   void launch(FunctionId function, const LaunchShape& shape, StreamId stream, const void* params,
               std::size_t param_bytes, const BufferUse* uses, std::size_t use_count, bool record);

@@ -1,4 +1,6 @@
 #include "device_graphs.h"
+#include "../allocator/policy/facets/mem_pools.h"
+#include "../allocator/policy/facets/graph_captures.h"
 
 #include <string>
 
@@ -51,7 +53,7 @@ void DeviceGraphs::fail(const char* what, Status s) const {
 
 std::uint32_t DeviceGraphs::pool_handle() {
   engine("graphPoolHandle");
-  return allocator_.reserve_pool_id();
+  return GraphCaptures(allocator_).reserve_pool_id();
 }
 
 std::uint32_t DeviceGraphs::begin_capture(StreamId stream, std::uint32_t pool, CaptureMode mode) {
@@ -66,9 +68,9 @@ std::uint32_t DeviceGraphs::begin_capture(StreamId stream, std::uint32_t pool, C
   if (capturing_.count(stream) != 0) {
     throw capture_error("stream " + hex(stream) + " is already being captured; end that capture first");
   }
-  const std::uint32_t p = pool != 0 ? pool : allocator_.reserve_pool_id();
+  const std::uint32_t p = pool != 0 ? pool : GraphCaptures(allocator_).reserve_pool_id();
   // Routing first (frees are deferred from here on), then the driver's capture.
-  allocator_.begin_allocate_to_capture(p, 0);
+  GraphCaptures(allocator_).begin_allocate_to_capture(p, 0);
   Status s = g.begin_capture(stream, mode);
   Device::CaptureInfo info;
   if (s == Status::kOk) s = device_.stream_capture_info(stream, &info);
@@ -77,11 +79,11 @@ std::uint32_t DeviceGraphs::begin_capture(StreamId stream, std::uint32_t pool, C
       GraphId dropped = 0;
       if (g.end_capture(stream, &dropped) == Status::kOk) g.graph_destroy(dropped);
     }
-    allocator_.end_allocate_to_capture(p, 0);
-    allocator_.release_pool(p);
+    GraphCaptures(allocator_).end_allocate_to_capture(p, 0);
+    MemPools(allocator_).release_pool(p);
     fail("cuStreamBeginCapture", s == Status::kOk ? Status::kError : s);
   }
-  allocator_.capture_started(p, info.id);
+  GraphCaptures(allocator_).capture_started(p, info.id);
   capturing_.emplace(stream, Capturing{p, info.id});
   return p;
 }
@@ -98,14 +100,14 @@ std::uint64_t DeviceGraphs::end_capture(StreamId stream) {
   GraphId graph = 0;
   Status s = g.end_capture(stream, &graph);
   capturing_.erase(it);
-  allocator_.end_allocate_to_capture(c.pool, c.id);
+  GraphCaptures(allocator_).end_allocate_to_capture(c.pool, c.id);
   GraphExecId exec = 0;
   std::size_t nodes = 0;
   if (s == Status::kOk) s = g.graph_node_count(graph, &nodes);
   if (s == Status::kOk) s = g.graph_instantiate(graph, &exec);
   if (s != Status::kOk) {
     if (graph != 0) g.graph_destroy(graph);
-    allocator_.release_pool(c.pool);
+    MemPools(allocator_).release_pool(c.pool);
     fail(s == Status::kCaptureInvalidated ? "cuStreamEndCapture" : "cuGraphInstantiate", s);
   }
   const std::uint64_t handle = next_handle_++;
@@ -122,8 +124,8 @@ void DeviceGraphs::abort_capture(StreamId stream) {
   capturing_.erase(it);
   GraphId graph = 0;
   if (g.end_capture(stream, &graph) == Status::kOk && graph != 0) g.graph_destroy(graph);
-  allocator_.end_allocate_to_capture(c.pool, c.id);
-  allocator_.release_pool(c.pool);
+  GraphCaptures(allocator_).end_allocate_to_capture(c.pool, c.id);
+  MemPools(allocator_).release_pool(c.pool);
 }
 
 const DeviceGraphs::Graph& DeviceGraphs::graph_locked(std::uint64_t graph, const char* what) const {
@@ -168,7 +170,7 @@ void DeviceGraphs::destroy(std::uint64_t graph) {
   if (s == Status::kOk) s = g.graph_destroy(found.graph);
   if (s != Status::kOk) fail("cuGraphDestroy", s);
   live_.erase(graph);
-  allocator_.release_pool(found.pool);
+  MemPools(allocator_).release_pool(found.pool);
 }
 
 std::size_t DeviceGraphs::live_graphs() const {

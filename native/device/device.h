@@ -1,6 +1,6 @@
 // The device contract: the primitives the allocator core needs from a GPU (memory, virtual
 // memory, streams, events), and apart from it the copy engine that only the allocator's
-// bounds-checked copy path (copies.cpp) reaches.
+// bounds-checked copy path (allocator/policy/facets/sync_copies.cpp) reaches.
 // Every primitive returns a Status instead of throwing, because retry policy (release the
 // cache and try again) belongs to the allocator, not to the backend.
 #pragma once

@@ -1,12 +1,14 @@
 // The C ABI (include/cca.h). Each entry point catches everything: no C++ exception may
 // cross into a C caller, so each failure becomes a status and this thread's last_error().
 #include "c_api.h"
+#include "../allocator/policy/facets/mem_pools.h"
 
 #include <cstdio>
 #include <cstring>
 #include <new>
 
 #include "../common/errors.h"
+#include "../allocator/policy/facets/address_lookups.h"
 #include "../allocator/policy/facets/client_calls.h"
 #include "../runtime/process_runtime.h"
 #include "thread_frees.h"
@@ -111,7 +113,7 @@ cca_status api_get_allocation(int device, cca_ptr inside, cca_ptr* base, std::si
   std::uint64_t n = 0;
   StreamId s = 0;
   bool found = false;
-  cca_status status = guarded([&] { found = allocator(device).find_allocation(inside, &b, &n, &s); });
+  cca_status status = guarded([&] { found = AddressLookups(allocator(device)).find_allocation(inside, &b, &n, &s); });
   if (status != CCA_OK) return status;
   if (!found) {
     char message[160];
@@ -161,7 +163,7 @@ cca_status api_capture_end(int device, cca_stream stream) {
 
 cca_status api_pool_release(int device, std::uint64_t pool) {
   if (pool == 0 || pool > UINT32_MAX) return fail(CCA_ERR_INVALID_ARGUMENT, "pool_release: `pool` is not a pool id");
-  return guarded([&] { allocator(device).release_pool(static_cast<std::uint32_t>(pool)); });
+  return guarded([&] { MemPools(allocator(device)).release_pool(static_cast<std::uint32_t>(pool)); });
 }
 
 const cca_api_v1 g_table = {

@@ -1,4 +1,5 @@
 #include "client_captures.h"
+#include "../allocator/policy/facets/graph_captures.h"
 
 #include <map>
 #include <mutex>
@@ -35,8 +36,8 @@ std::uint32_t begin_client_capture(DeviceCachingAllocator& allocator, int device
     throw capture_error("capture_begin: stream " + hex(stream) + " on device " + std::to_string(device) +
                         " is not capturing; call cuStreamBeginCapture on it first");
   }
-  const std::uint32_t p = pool != 0 ? pool : allocator.reserve_pool_id();
-  allocator.begin_allocate_to_capture(p, info.id);
+  const std::uint32_t p = pool != 0 ? pool : GraphCaptures(allocator).reserve_pool_id();
+  GraphCaptures(allocator).begin_allocate_to_capture(p, info.id);
   declared().emplace(std::make_pair(device, stream), Declared{p, info.id});
   return p;
 }
@@ -48,7 +49,7 @@ void end_client_capture(DeviceCachingAllocator& allocator, int device, StreamId 
     throw capture_error("capture_end: no capture was declared on stream " + hex(stream) + " of device " +
                         std::to_string(device) + " (capture_begin declares one)");
   }
-  allocator.end_allocate_to_capture(it->second.pool, it->second.id);
+  GraphCaptures(allocator).end_allocate_to_capture(it->second.pool, it->second.id);
   declared().erase(it);
 }
 

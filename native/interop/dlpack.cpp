@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "../allocator/policy/facets/address_lookups.h"
 #include "../common/errors.h"
 #include "../common/message_format.h"
 #include "../runtime/process_runtime.h"
@@ -77,7 +78,7 @@ DLManagedTensorVersioned* export_dlpack(Runtime& runtime, const DLPackRequest& r
   std::uint64_t size = 0;
   StreamId stream = 0;
   DeviceCachingAllocator& a = runtime.allocator(r.device);
-  if (!a.find_allocation(r.base, &base, &size, &stream) || base != r.base) {
+  if (!AddressLookups(a).find_allocation(r.base, &base, &size, &stream) || base != r.base) {
     throw InvalidPointerError("toDLPack: " + hex(r.base) + " is not a live allocation on device " + std::to_string(r.device));
   }
   auto* m = static_cast<ManagedExport*>(::operator new(sizeof(ManagedExport) + 2 * ndim * sizeof(std::int64_t)));

@@ -9,7 +9,7 @@ Runtime::Runtime(std::unique_ptr<Platform> platform, const AllocatorConfig& conf
   for (int i = 0; i < platform_->device_count(); ++i) devices.push_back(&platform_->device(i));
   host_ = std::make_unique<HostCachingAllocator>(devices);
   for (int i = 0; i < platform_->device_count(); ++i) {
-    allocators_.push_back(std::make_unique<DeviceCachingAllocator>(platform_->device(i), config, &platform_->copy_engine(i)));
+    allocators_.push_back(std::make_unique<DeviceCachingAllocator>(platform_->device(i), config));
     computes_.push_back(std::make_unique<DeviceCompute>(platform_->device(i), platform_->kernel_engine(i),
                                                         platform_->copy_engine(i), *allocators_.back(), *host_));
     graphs_.push_back(std::make_unique<DeviceGraphs>(platform_->device(i), platform_->graph_engine(i), *allocators_.back()));

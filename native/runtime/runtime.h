@@ -10,6 +10,7 @@
 
 #include "../allocator/policy/caching_allocator.h"
 #include "../allocator/policy/config.h"
+#include "../allocator/policy/facets/sync_copies.h"
 #include "../compute/device_blas.h"
 #include "../compute/device_compute.h"
 #include "../compute/device_graphs.h"
@@ -33,6 +34,8 @@ class Runtime {
   }
   // The same range check; the device's kernels and events.
   DeviceCompute& compute(int device);
+  // The same range check; copies to and from the device's memory that wait.
+  SyncCopies copies(int device) { return SyncCopies(allocator(device), platform_->copy_engine(device)); }
   // The same range check; the device's CUDA graphs.
   DeviceGraphs& graphs(int device);
   // The same range check; the device's matrix multiplication (cuBLAS).

@@ -18,8 +18,10 @@
 #include <vector>
 
 #include "../allocator/policy/caching_allocator.h"
+#include "../allocator/policy/facets/mem_pools.h"
 #include "../allocator/policy/config.h"
 #include "../allocator/policy/options.h"
+#include "../allocator/policy/facets/ledger_reads.h"
 #include "../allocator/policy/facets/replay_planner.h"
 #include "../allocator/policy/size_policy.h"
 #include "../allocator/state/stats.h"
@@ -161,7 +163,7 @@ EMSCRIPTEN_KEEPALIVE int cca_engine_create(double capacity, const char* settings
     const AllocatorConfig config = AllocatorConfig::parse(settings);
     g_engine.allocator.reset();
     g_engine.device = std::make_unique<SimDevice>(0, u64(capacity));
-    g_engine.allocator = std::make_unique<DeviceCachingAllocator>(*g_engine.device, config, g_engine.device.get());
+    g_engine.allocator = std::make_unique<DeviceCachingAllocator>(*g_engine.device, config);
   });
 }
 
@@ -227,16 +229,16 @@ EMSCRIPTEN_KEEPALIVE int cca_stream_synchronize(double stream) {
 }
 
 EMSCRIPTEN_KEEPALIVE int cca_pool_create() {
-  return guarded([] { put(0, allocator().create_pool()); });
+  return guarded([] { put(0, MemPools(allocator()).create_pool()); });
 }
 EMSCRIPTEN_KEEPALIVE int cca_pool_begin(double pool) {
-  return guarded([&] { allocator().begin_allocate_to_pool(static_cast<std::uint32_t>(pool)); });
+  return guarded([&] { MemPools(allocator()).begin_allocate_to_pool(static_cast<std::uint32_t>(pool)); });
 }
 EMSCRIPTEN_KEEPALIVE int cca_pool_end(double pool) {
-  return guarded([&] { allocator().end_allocate_to_pool(static_cast<std::uint32_t>(pool)); });
+  return guarded([&] { MemPools(allocator()).end_allocate_to_pool(static_cast<std::uint32_t>(pool)); });
 }
 EMSCRIPTEN_KEEPALIVE int cca_pool_release(double pool) {
-  return guarded([&] { allocator().release_pool(static_cast<std::uint32_t>(pool)); });
+  return guarded([&] { MemPools(allocator()).release_pool(static_cast<std::uint32_t>(pool)); });
 }
 
 EMSCRIPTEN_KEEPALIVE int cca_alloc(double size, double stream) {
@@ -334,7 +336,7 @@ EMSCRIPTEN_KEEPALIVE int cca_reset_peaks() {
 // out: reserved and active bytes, and the largest free cached block (monitorSample's figures).
 EMSCRIPTEN_KEEPALIVE int cca_free_state() {
   return guarded([] {
-    const DeviceCachingAllocator::MonitorSample m = allocator().monitor_sample();
+    const MonitorSample m = LedgerReads(allocator()).monitor_sample();
     put(0, static_cast<double>(m.stats.arrays[kReservedBytes][kAggregate].current));
     put(1, static_cast<double>(m.stats.arrays[kActiveBytes][kAggregate].current));
     put(2, num(std::max(m.largest_free_small, m.largest_free_large)));

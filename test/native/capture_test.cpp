@@ -4,6 +4,8 @@
 // mode does. The graphs themselves run on the fake driver (test/api/graphs.test.ts).
 #include <thread>
 
+#include "allocator/policy/facets/mem_pools.h"
+#include "allocator/policy/facets/graph_captures.h"
 #include "fixture.h"
 #include "harness.h"
 
@@ -15,12 +17,12 @@ namespace {
 struct Capture {
   Capture(Fixture& f, StreamId stream, std::uint32_t pool) : f(f), stream(stream), pool(pool) {
     id = f.sim().begin_capture_status(stream);
-    f.a().begin_allocate_to_capture(pool, id);
+    GraphCaptures(f.a()).begin_allocate_to_capture(pool, id);
   }
   void end() {
     if (ended) return;
     ended = true;
-    f.a().end_allocate_to_capture(pool, id);
+    GraphCaptures(f.a()).end_allocate_to_capture(pool, id);
     f.sim().end_capture_status(stream);
   }
   ~Capture() { end(); }
@@ -37,21 +39,21 @@ TEST(capture_routes_its_streams_allocations_to_its_pool_and_no_other) {
   auto& a = f.a();
   const StreamId s = a.create_stream();
   const StreamId eager = a.create_stream();
-  const std::uint32_t pool = a.reserve_pool_id();
-  CHECK(!a.pool_exists(pool));
+  const std::uint32_t pool = GraphCaptures(a).reserve_pool_id();
+  CHECK(!MemPools(a).pool_exists(pool));
   DevicePtr inside = 0;
   DevicePtr outside = 0;
   {
     Capture c(f, s, pool);
-    CHECK(a.capture_underway());
-    CHECK_EQ(a.pool_use_count(pool), 1);  // made by the capture, its use
+    CHECK(GraphCaptures(a).capture_underway());
+    CHECK_EQ(MemPools(a).pool_use_count(pool), 1);  // made by the capture, its use
     inside = a.malloc(4096, s);
     outside = a.malloc(4096, eager);  // a stream not in the capture: the default pools
     a.free(inside);                   // back to the capture's pool, reused inside it
     CHECK_EQ(a.malloc(4096, s), inside);
     a.free(inside);
   }
-  CHECK(!a.capture_underway());
+  CHECK(!GraphCaptures(a).capture_underway());
   CHECK_EQ(a.snapshot(pool, false).segments.size(), std::size_t{1});
   CHECK_EQ(a.snapshot(pool, false).segments[0].address, inside);
   // After the capture, nothing outside the pool gets its memory: not eager work on the
@@ -68,7 +70,7 @@ TEST(a_side_stream_forked_into_the_capture_allocates_from_its_pool) {
   auto& a = f.a();
   const StreamId s = a.create_stream();
   const StreamId side = a.create_stream();
-  const std::uint32_t pool = a.reserve_pool_id();
+  const std::uint32_t pool = GraphCaptures(a).reserve_pool_id();
   Capture c(f, s, pool);
   f.sim().begin_capture_status(side, c.id);  // joined with an event wait, as the driver reports it
   const DevicePtr p = a.malloc(1 << 20, side);
@@ -84,7 +86,7 @@ TEST(no_event_is_recorded_or_queried_during_a_capture_and_deferred_frees_complet
   auto& a = f.a();
   const StreamId s = a.create_stream();
   const StreamId other = a.create_stream();
-  const std::uint32_t pool = a.reserve_pool_id();
+  const std::uint32_t pool = GraphCaptures(a).reserve_pool_id();
   // A block from before the capture, used on another stream: its free must wait for that
   // stream, which means an event, which a capture forbids.
   const DevicePtr before = a.malloc(8192, 0);
@@ -99,7 +101,7 @@ TEST(no_event_is_recorded_or_queried_during_a_capture_and_deferred_frees_complet
     a.record_stream(captured, other);     // a use recorded during the capture...
     a.free(captured);                     // ...deferred too
     for (int i = 0; i < 10; ++i) a.free(a.malloc(512, s));  // mallocs process no events now
-    CHECK_EQ(a.frees_deferred_by_capture(), std::size_t{2});
+    CHECK_EQ(GraphCaptures(a).frees_deferred_by_capture(), std::size_t{2});
     CHECK_EQ(f.sim().event_calls(), calls);
     CHECK_EQ(f.sim().capture_violations(), std::size_t{0});
     CHECK_VALID(a);
@@ -107,7 +109,7 @@ TEST(no_event_is_recorded_or_queried_during_a_capture_and_deferred_frees_complet
   // After the capture: the next malloc records the deferred events. The block used on
   // `other` before the capture waits for it; the capture's own use of `other` is dropped.
   a.free(a.malloc(512, 0));
-  CHECK_EQ(a.frees_deferred_by_capture(), std::size_t{0});
+  CHECK_EQ(GraphCaptures(a).frees_deferred_by_capture(), std::size_t{0});
   CHECK(f.sim().event_calls() > calls);
   CHECK_EQ(f.sim().pending_events(), std::size_t{1});
   const DeviceSnapshot snap = a.snapshot(0, false);
@@ -128,7 +130,7 @@ TEST(empty_cache_and_synchronizations_are_refused_during_a_capture_changing_noth
   const StreamId s = a.create_stream();
   const StreamId spare = a.create_stream();
   a.free(a.malloc(4096, 0));
-  const std::uint32_t pool = a.reserve_pool_id();
+  const std::uint32_t pool = GraphCaptures(a).reserve_pool_id();
   Capture c(f, s, pool);
   const auto before = f.all_stats();
   CHECK_THROWS(a.empty_cache(), AllocatorError, "ERR_CCA_CAPTURE_UNSUPPORTED");
@@ -151,7 +153,7 @@ TEST(the_oom_path_does_not_release_the_whole_cache_during_a_capture) {
   const StreamId s = a.create_stream();
   // A cached 20 MiB segment of the default pool that releasing the cache would free.
   a.free(a.malloc(4 * MiB, 0));
-  const std::uint32_t pool = a.reserve_pool_id();
+  const std::uint32_t pool = GraphCaptures(a).reserve_pool_id();
   Capture c(f, s, pool);
   const DevicePtr big = a.malloc(40 * MiB, s);
   CHECK_THROWS(a.malloc(20 * MiB, s), OutOfMemoryError, "ERR_CUDA_OUT_OF_MEMORY");
@@ -166,7 +168,7 @@ TEST(a_graph_pool_returns_its_memory_once_released_and_empty_cache_runs) {
   Fixture f;
   auto& a = f.a();
   const StreamId s = a.create_stream();
-  const std::uint32_t pool = a.reserve_pool_id();
+  const std::uint32_t pool = GraphCaptures(a).reserve_pool_id();
   {
     Capture c(f, s, pool);
     a.free(a.malloc(3 * MiB, s));
@@ -175,9 +177,9 @@ TEST(a_graph_pool_returns_its_memory_once_released_and_empty_cache_runs) {
   CHECK_EQ(f.cur(kReservedBytes), std::int64_t{22 * MiB});  // 20 MiB large + 2 MiB small
   a.empty_cache();  // the graph lives: its pool keeps its memory
   CHECK_EQ(f.cur(kReservedBytes), std::int64_t{22 * MiB});
-  a.release_pool(pool);  // the graph is destroyed
+  MemPools(a).release_pool(pool);  // the graph is destroyed
   CHECK_EQ(f.cur(kReservedBytes), std::int64_t{0});
-  CHECK(!a.pool_exists(pool));
+  CHECK(!MemPools(a).pool_exists(pool));
   CHECK_VALID(a);
 }
 
@@ -185,7 +187,7 @@ TEST(graphs_sharing_a_pool_keep_it_until_the_last_is_destroyed) {
   Fixture f;
   auto& a = f.a();
   const StreamId s = a.create_stream();
-  const std::uint32_t pool = a.reserve_pool_id();
+  const std::uint32_t pool = GraphCaptures(a).reserve_pool_id();
   DevicePtr first = 0;
   {
     Capture c(f, s, pool);
@@ -194,15 +196,15 @@ TEST(graphs_sharing_a_pool_keep_it_until_the_last_is_destroyed) {
   }
   {
     Capture c(f, s, pool);
-    CHECK_EQ(a.pool_use_count(pool), 2);
+    CHECK_EQ(MemPools(a).pool_use_count(pool), 2);
     CHECK_EQ(a.malloc(4096, s), first);  // the second graph reuses the first one's memory
     a.free(first);
   }
-  a.release_pool(pool);
-  CHECK(a.pool_exists(pool));
+  MemPools(a).release_pool(pool);
+  CHECK(MemPools(a).pool_exists(pool));
   CHECK_EQ(f.cur(kSegment), std::int64_t{1});
-  a.release_pool(pool);
-  CHECK(!a.pool_exists(pool));
+  MemPools(a).release_pool(pool);
+  CHECK(!MemPools(a).pool_exists(pool));
   CHECK_EQ(f.cur(kSegment), std::int64_t{0});
   CHECK_VALID(a);
 }
@@ -211,25 +213,25 @@ TEST(capture_routing_refuses_bad_pools_and_caching_off) {
   Fixture f;
   auto& a = f.a();
   const StreamId s = a.create_stream();
-  const std::uint32_t pool = a.reserve_pool_id();
-  CHECK_THROWS(a.begin_allocate_to_capture(pool + 1000, 7), InvalidArgumentError, "ERR_CCA_INVALID_POOL");
+  const std::uint32_t pool = GraphCaptures(a).reserve_pool_id();
+  CHECK_THROWS(GraphCaptures(a).begin_allocate_to_capture(pool + 1000, 7), InvalidArgumentError, "ERR_CCA_INVALID_POOL");
   Capture c(f, s, pool);
   const DevicePtr kept = a.malloc(4096, s);
-  CHECK_THROWS(a.begin_allocate_to_capture(pool, c.id + 1), InvalidArgumentError, "ERR_CCA_INVALID_POOL");
-  CHECK_THROWS(a.end_allocate_to_capture(pool, c.id + 1), InvalidArgumentError, "ERR_CCA_INVALID_POOL");
+  CHECK_THROWS(GraphCaptures(a).begin_allocate_to_capture(pool, c.id + 1), InvalidArgumentError, "ERR_CCA_INVALID_POOL");
+  CHECK_THROWS(GraphCaptures(a).end_allocate_to_capture(pool, c.id + 1), InvalidArgumentError, "ERR_CCA_INVALID_POOL");
   c.end();
   // Released while a block of it is live: the pool stays for that block, but no capture
   // may use it any more. (Once gone, the id makes a new pool, as PyTorch's handles do.)
-  a.release_pool(pool);
-  CHECK(a.pool_exists(pool));
-  CHECK_THROWS(a.begin_allocate_to_capture(pool, 9), InvalidArgumentError, "ERR_CCA_INVALID_POOL");
+  MemPools(a).release_pool(pool);
+  CHECK(MemPools(a).pool_exists(pool));
+  CHECK_THROWS(GraphCaptures(a).begin_allocate_to_capture(pool, 9), InvalidArgumentError, "ERR_CCA_INVALID_POOL");
   a.free(kept);
   a.empty_cache();  // a released pool's last segment goes at the next release of the cache
-  CHECK(!a.pool_exists(pool));
+  CHECK(!MemPools(a).pool_exists(pool));
   a.set_caching_enabled(false);
-  const std::uint32_t other = a.reserve_pool_id();
-  CHECK_THROWS(a.begin_allocate_to_capture(other, 9), AllocatorError, "ERR_CCA_CAPTURE_UNSUPPORTED");
-  CHECK(!a.capture_underway());
+  const std::uint32_t other = GraphCaptures(a).reserve_pool_id();
+  CHECK_THROWS(GraphCaptures(a).begin_allocate_to_capture(other, 9), AllocatorError, "ERR_CCA_CAPTURE_UNSUPPORTED");
+  CHECK(!GraphCaptures(a).capture_underway());
   CHECK_VALID(a);
 }
 
@@ -242,7 +244,7 @@ TEST(concurrent_capture_on_one_thread_while_another_allocates) {
   const StreamId s = a.create_stream();
   const StreamId t = a.create_stream();
   const StreamId u = a.create_stream();
-  const std::uint32_t pool = a.reserve_pool_id();
+  const std::uint32_t pool = GraphCaptures(a).reserve_pool_id();
   Capture c(f, s, pool);
   std::thread other([&] {
     for (int i = 0; i < 2000; ++i) {
@@ -257,7 +259,7 @@ TEST(concurrent_capture_on_one_thread_while_another_allocates) {
   CHECK_VALID(a);
   c.end();
   a.free(a.malloc(512, t));
-  CHECK_EQ(a.frees_deferred_by_capture(), std::size_t{0});
+  CHECK_EQ(GraphCaptures(a).frees_deferred_by_capture(), std::size_t{0});
   for (const SnapshotSegment& seg : a.snapshot(0, false).segments) {
     CHECK(seg.pool == 0 || seg.pool == pool);
     if (seg.pool == pool) CHECK(seg.stream == s);
@@ -269,7 +271,7 @@ TEST(the_oom_message_counts_what_graph_pools_keep_cached) {
   Fixture f(64 * MiB);
   auto& a = f.a();
   const StreamId s = a.create_stream();
-  const std::uint32_t pool = a.reserve_pool_id();
+  const std::uint32_t pool = GraphCaptures(a).reserve_pool_id();
   {
     Capture c(f, s, pool);
     a.free(a.malloc(30 * MiB, s));  // cached in the graph's pool, which the graph keeps
@@ -284,7 +286,7 @@ TEST(the_oom_message_counts_what_graph_pools_keep_cached) {
                  "in private pools (e.g., CUDA Graphs), and 0 bytes is reserved") != std::string::npos);
   }
   CHECK(thrown);
-  a.release_pool(pool);
+  MemPools(a).release_pool(pool);
   CHECK_EQ(f.cur(kReservedBytes), std::int64_t{0});
   CHECK_VALID(a);
 }

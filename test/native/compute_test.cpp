@@ -76,7 +76,7 @@ TEST(compute_on_fake_driver) {
   const BufferUse whole{buf, 0, 1024};
   c.launch(fill.id, shape(256), 0, p.bytes, sizeof p.bytes, &whole, 1, true);
   unsigned out[256] = {0};
-  a.copy_to_host(out, buf, 0, sizeof out);
+  runtime.copies(0).copy_to_host(out, buf, 0, sizeof out);
   CHECK_EQ(out[0], 7u);
   CHECK_EQ(out[255], 7u);
 
@@ -116,10 +116,10 @@ TEST(compute_on_fake_driver) {
   a.free(third);
   const DevicePtr fourth = a.malloc(4096, 0);
   CHECK_EQ(fourth, third);  // handed out again at once: the caller opted out
-  a.fill(fourth, 0, 0x11, 4096);
+  runtime.copies(0).fill(fourth, 0, 0x11, 4096);
   complete(as_ptr(side));
   unsigned seen[1024];
-  a.copy_to_host(seen, fourth, 0, sizeof seen);
+  runtime.copies(0).copy_to_host(seen, fourth, 0, sizeof seen);
   CHECK_EQ(seen[0], 0xdeadbeefu);  // the late kernel overwrote the new owner: the race recording prevents
   hold(as_ptr(side), 0);
   a.free(fourth);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "allocator/policy/caching_allocator.h"
+#include "allocator/policy/facets/sync_copies.h"
 #include "allocator/policy/size_policy.h"
 #include "device/sim/sim_device.h"
 
@@ -37,10 +38,12 @@ struct Fixture {
   explicit Fixture(std::size_t capacity = 16 * GiB, cca::AllocatorConfig cfg = {}, int devices = 1)
       : platform(cca::SimOptions{devices, capacity}) {
     for (int i = 0; i < devices; ++i) {
-      allocators.push_back(std::make_unique<cca::DeviceCachingAllocator>(platform.device(i), cfg, &platform.copy_engine(i)));
+      allocators.push_back(std::make_unique<cca::DeviceCachingAllocator>(platform.device(i), cfg));
     }
   }
   cca::DeviceCachingAllocator& a(int device = 0) { return *allocators.at(device); }
+  // Copies that wait, to and from device `device`'s memory.
+  cca::SyncCopies copies(int device = 0) { return cca::SyncCopies(a(device), platform.copy_engine(device)); }
   cca::SimDevice& sim(int device = 0) { return platform.sim_device(device); }
   std::int64_t cur(cca::StatKind k, cca::StatPool p = cca::kAggregate, int device = 0) {
     return a(device).stats().arrays[k][p].current;

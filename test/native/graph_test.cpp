@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "allocator/policy/facets/mem_pools.h"
+#include "allocator/policy/facets/graph_captures.h"
 #include "device/cuda/cuda_device.h"
 #include "fixture.h"
 #include "harness.h"
@@ -81,13 +83,13 @@ struct Gpu {
   }
   std::vector<float> read(DevicePtr buf) {
     std::vector<float> out(kN);
-    a.copy_to_host(out.data(), buf, 0, kBytes);
+    runtime.copies(0).copy_to_host(out.data(), buf, 0, kBytes);
     return out;
   }
   void write(DevicePtr buf, float first) {
     std::vector<float> v(kN);
     for (unsigned i = 0; i < kN; ++i) v[i] = first + static_cast<float>(i);
-    a.copy_to_device(buf, 0, v.data(), kBytes);
+    runtime.copies(0).copy_to_device(buf, 0, v.data(), kBytes);
   }
 
   Runtime runtime;
@@ -133,7 +135,7 @@ TEST(graph_replayed_n_times_gives_the_eager_result) {
 TEST(graph_memory_is_never_handed_to_eager_work_with_a_negative_control) {
   for (const bool route : {true, false}) {
     Gpu gpu;
-    gpu.a.set_capture_routing_for_tests(route);
+    GraphCaptures(gpu.a).set_capture_routing_for_tests(route);
     const StreamId s = gpu.a.create_stream();
     const DevicePtr A = gpu.a.malloc(kBytes, s);
     gpu.write(A, 1.0f);
@@ -144,7 +146,7 @@ TEST(graph_memory_is_never_handed_to_eager_work_with_a_negative_control) {
     gpu.fill_u32(B, 7, s);
     gpu.g.launch(graph, s);
     std::vector<unsigned> b(kN);
-    gpu.a.copy_to_host(b.data(), B, 0, kBytes);
+    gpu.runtime.copies(0).copy_to_host(b.data(), B, 0, kBytes);
     if (route) {
       CHECK_EQ(b[5], 7u);  // intact
     } else {
@@ -175,11 +177,11 @@ TEST(no_event_call_reaches_the_driver_during_a_capture) {
   gpu.g.begin_capture(s, 0, CaptureMode::kGlobal);
   gpu.a.free(shared);
   for (int i = 0; i < 4; ++i) gpu.double_in_place(A, s);  // mallocs that would process events
-  CHECK_EQ(gpu.a.frees_deferred_by_capture(), std::size_t{1});
+  CHECK_EQ(GraphCaptures(gpu.a).frees_deferred_by_capture(), std::size_t{1});
   const std::uint64_t graph = gpu.g.end_capture(s);  // not invalidated
   CHECK_EQ(event_calls(), before);
   gpu.a.free(gpu.a.malloc(512, s));  // the deferred free's event is recorded now
-  CHECK_EQ(gpu.a.frees_deferred_by_capture(), std::size_t{0});
+  CHECK_EQ(GraphCaptures(gpu.a).frees_deferred_by_capture(), std::size_t{0});
   gpu.g.launch(graph, s);
   CHECK(gpu.read(A)[0] == 16.0f);
   gpu.g.destroy(graph);
@@ -200,7 +202,7 @@ TEST(a_capture_the_driver_invalidated_leaks_nothing) {
   // Something outside our allocator synchronizes: the driver invalidates the capture.
   CHECK(gpu.runtime.platform().device(0).device_synchronize() != Status::kOk);
   CHECK_THROWS(gpu.g.end_capture(s), AllocatorError, "ERR_CCA_CAPTURE_INVALIDATED");
-  CHECK(!gpu.a.capture_underway());
+  CHECK(!GraphCaptures(gpu.a).capture_underway());
   CHECK_EQ(live_captures(), std::size_t{0});
   CHECK_EQ(live_graphs(), graphs_before);
   CHECK_EQ(gpu.g.live_graphs(), std::size_t{0});
@@ -251,7 +253,7 @@ TEST(graphs_sharing_a_pool_and_a_forked_side_stream) {
   CHECK(gpu.read(A)[0] == 64.0f);
   CHECK(gpu.read(B)[0] == 8.0f);
   gpu.g.destroy(one);
-  CHECK(gpu.a.pool_exists(pool));
+  CHECK(MemPools(gpu.a).pool_exists(pool));
   gpu.g.launch(two, s);  // the other graph's memory is still its own
   CHECK(gpu.read(A)[0] == 128.0f);
   gpu.g.destroy(two);
@@ -260,7 +262,7 @@ TEST(graphs_sharing_a_pool_and_a_forked_side_stream) {
   gpu.c.event_destroy(fork);
   gpu.c.event_destroy(join);
   gpu.a.empty_cache();
-  CHECK(!gpu.a.pool_exists(pool));
+  CHECK(!MemPools(gpu.a).pool_exists(pool));
   CHECK_EQ(gpu.a.stats().arrays[kReservedBytes][kAggregate].current, std::int64_t{0});
   CHECK_VALID(gpu.a);
 }
@@ -274,8 +276,8 @@ TEST(capture_refusals_name_the_call_and_change_nothing) {
   const EventId e = gpu.c.event_create(false);
   gpu.g.begin_capture(s, 0, CaptureMode::kGlobal);
   CHECK_THROWS(gpu.g.begin_capture(s, 0, CaptureMode::kGlobal), AllocatorError, "ERR_CCA_CAPTURE_UNSUPPORTED");
-  CHECK_THROWS(gpu.a.copy_to_device(A, 0, "x", 1), AllocatorError, "ERR_CCA_CAPTURE_UNSUPPORTED");
-  CHECK_THROWS(gpu.a.fill(A, 0, 1, 4), AllocatorError, "ERR_CCA_CAPTURE_UNSUPPORTED");
+  CHECK_THROWS(gpu.runtime.copies(0).copy_to_device(A, 0, "x", 1), AllocatorError, "ERR_CCA_CAPTURE_UNSUPPORTED");
+  CHECK_THROWS(gpu.runtime.copies(0).fill(A, 0, 1, 4), AllocatorError, "ERR_CCA_CAPTURE_UNSUPPORTED");
   CHECK_THROWS(gpu.c.event_query(e), AllocatorError, "ERR_CCA_CAPTURE_UNSUPPORTED");
   CHECK_THROWS(gpu.a.synchronize_stream(s), AllocatorError, "ERR_CCA_CAPTURE_UNSUPPORTED");
   CHECK_THROWS(gpu.a.empty_cache(), AllocatorError, "ERR_CCA_CAPTURE_UNSUPPORTED");
@@ -283,7 +285,7 @@ TEST(capture_refusals_name_the_call_and_change_nothing) {
   const std::uint64_t graph = gpu.g.end_capture(s);  // none of those invalidated it
   gpu.g.launch(graph, 0);                             // replayed on the default stream
   std::vector<unsigned> out(kN);
-  gpu.a.copy_to_host(out.data(), A, 0, kBytes);
+  gpu.runtime.copies(0).copy_to_host(out.data(), A, 0, kBytes);
   CHECK_EQ(out[9], 3u);
   gpu.g.destroy(graph);
   CHECK_THROWS(gpu.g.launch(graph, s), InvalidArgumentError, "ERR_CCA_INVALID_HANDLE");
@@ -298,5 +300,5 @@ TEST(graphs_are_refused_on_the_simulator_naming_the_cuda_backend) {
   CHECK_THROWS(runtime.graphs(0).begin_capture(s, 0, CaptureMode::kGlobal), AllocatorError,
                "ERR_CCA_CAPTURE_UNSUPPORTED");
   CHECK_THROWS(runtime.graphs(0).pool_handle(), AllocatorError, "ERR_CCA_CAPTURE_UNSUPPORTED");
-  CHECK(!runtime.allocator(0).capture_underway());
+  CHECK(!GraphCaptures(runtime.allocator(0)).capture_underway());
 }

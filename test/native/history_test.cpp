@@ -3,6 +3,9 @@
 #include <chrono>
 #include <cmath>
 
+#include "allocator/policy/facets/address_lookups.h"
+#include "allocator/policy/facets/ledger_reads.h"
+#include "allocator/policy/facets/live_traces.h"
 #include "common/clock.h"
 #include "fixture.h"
 #include "harness.h"
@@ -179,10 +182,10 @@ TEST(ring_wraps_shrinks_and_frees_when_disabled) {
   snap = f.a().snapshot(0, true);
   CHECK_EQ(snap.traces.size(), std::size_t{2});
   CHECK(snap.traces[1].action == TraceAction::kSnapshot);  // the previous read's entry
-  CHECK(f.a().history_bytes() >= 2 * sizeof(TraceEntry));
+  CHECK(LedgerReads(f.a()).history_bytes() >= 2 * sizeof(TraceEntry));
   HistoryOptions off;
   f.a().set_history(off);
-  CHECK_EQ(f.a().history_bytes(), std::size_t{0});  // disabling frees the ring, not only empties it
+  CHECK_EQ(LedgerReads(f.a()).history_bytes(), std::size_t{0});  // disabling frees the ring, not only empties it
   snap = f.a().snapshot(0, true);
   CHECK(snap.traces.empty());
   CHECK_EQ(snap.trace_max_entries, std::size_t{0});
@@ -192,7 +195,7 @@ TEST(ring_wraps_shrinks_and_frees_when_disabled) {
   HistoryOptions clear = all_history(RecordContext::kNever, 10);
   clear.clear_history = true;
   f.a().set_history(clear);
-  CHECK_EQ(f.a().history_bytes(), std::size_t{0});
+  CHECK_EQ(LedgerReads(f.a()).history_bytes(), std::size_t{0});
   CHECK_EQ(f.a().snapshot(0, true).traces.size(), std::size_t{0});  // empty: the read's entry comes after it
   CHECK_EQ(f.a().snapshot(0, true).traces.size(), std::size_t{1});  // ...and shows in the next
 }
@@ -309,7 +312,7 @@ TEST(annotate_records_a_note_on_a_live_allocation) {
   f.a().set_history(all_history(RecordContext::kAll));
   const DevicePtr p = f.a().malloc(1000, 0, 0, CallContext{1, 0});
   const DeviceStats before = f.a().stats();
-  f.a().annotate(p + 100, CallContext{7, 42});
+  AddressLookups(f.a()).annotate(p + 100, CallContext{7, 42});
   auto t = traces(f.a());
   CHECK(t.back().action == TraceAction::kAnnotate);
   CHECK_EQ(t.back().addr, p);
@@ -323,12 +326,12 @@ TEST(annotate_records_a_note_on_a_live_allocation) {
     return k;
   };
   CHECK_EQ(notes(), std::size_t{1});
-  CHECK_THROWS(f.a().annotate(p + 1024, CallContext{7, 42}), InvalidPointerError, "ERR_CCA_INVALID_POINTER");
+  CHECK_THROWS(AddressLookups(f.a()).annotate(p + 1024, CallContext{7, 42}), InvalidPointerError, "ERR_CCA_INVALID_POINTER");
   CHECK_EQ(notes(), std::size_t{1});
   HistoryOptions skip = all_history(RecordContext::kAll);
   skip.skip_mask = 1u << static_cast<unsigned>(TraceAction::kAnnotate);
   f.a().set_history(skip);
-  f.a().annotate(p, CallContext{0, 1});
+  AddressLookups(f.a()).annotate(p, CallContext{0, 1});
   CHECK_EQ(notes(), std::size_t{1});
   f.a().free(p);
   CHECK_VALID(f.a());
@@ -339,13 +342,13 @@ TEST(trace_subscription_queues_the_asked_actions_with_history_off_and_counts_dro
   auto& a = f.a();
   const std::uint32_t mask = (1u << static_cast<unsigned>(TraceAction::kSegmentAlloc)) |
                              (1u << static_cast<unsigned>(TraceAction::kOom));
-  a.set_trace_subscription(mask, 2);
+  LiveTraces(a).subscribe(mask, 2);
   DevicePtr p = a.malloc(4096, 0, 0, CallContext{0, 7});
   a.free(p);
   DevicePtr big = a.malloc(30 * MiB, 0);
   std::vector<TraceEntry> got;
   std::uint64_t dropped = 9;
-  a.drain_traces(got, dropped);
+  LiveTraces(a).drain(got, dropped);
   CHECK_EQ(got.size(), std::size_t{2});
   CHECK(got[0].action == TraceAction::kSegmentAlloc && got[0].size == 2 * MiB);
   CHECK(got[1].action == TraceAction::kSegmentAlloc && got[1].size == 30 * MiB);
@@ -354,16 +357,16 @@ TEST(trace_subscription_queues_the_asked_actions_with_history_off_and_counts_dro
   // Past the capacity entries are counted, not queued.
   std::vector<DevicePtr> held;
   for (int i = 0; i < 3; ++i) held.push_back(a.malloc(100 * MiB, 0));  // three new segments
-  a.drain_traces(got, dropped);
+  LiveTraces(a).drain(got, dropped);
   CHECK_EQ(got.size(), std::size_t{2});
   CHECK_EQ(dropped, std::uint64_t{1});
-  a.drain_traces(got, dropped);
+  LiveTraces(a).drain(got, dropped);
   CHECK(got.empty());
   CHECK_EQ(dropped, std::uint64_t{0});  // counted once
   for (DevicePtr h : held) a.free(h);
-  a.set_trace_subscription(0, 0);
+  LiveTraces(a).subscribe(0, 0);
   a.free(a.malloc(200 * MiB, 0));
-  a.drain_traces(got, dropped);
+  LiveTraces(a).drain(got, dropped);
   CHECK(got.empty());
   a.free(big);
   CHECK_VALID(a);
@@ -375,11 +378,11 @@ TEST(trace_subscription_and_history_share_entries_but_not_the_skip_list) {
   HistoryOptions h = all_history(RecordContext::kNever, 100);
   h.skip_mask = 1u << static_cast<unsigned>(TraceAction::kAlloc);
   a.set_history(h);
-  a.set_trace_subscription(1u << static_cast<unsigned>(TraceAction::kAlloc), 10);
+  LiveTraces(a).subscribe(1u << static_cast<unsigned>(TraceAction::kAlloc), 10);
   a.free(a.malloc(4096, 0));
   std::vector<TraceEntry> got;
   std::uint64_t dropped = 0;
-  a.drain_traces(got, dropped);
+  LiveTraces(a).drain(got, dropped);
   CHECK_EQ(got.size(), std::size_t{1});
   CHECK(got[0].action == TraceAction::kAlloc);
   CHECK_EQ(got[0].seq, std::uint64_t{0});  // not in the ring: no number

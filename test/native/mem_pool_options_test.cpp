@@ -1,6 +1,8 @@
 // PyTorch's newer MemPool options and the stats that came with them: use_on_oom (a pool's
 // cache as the fallback before an out-of-memory error), no_split, per-pool reserved bytes,
 // and throw_on_cudamalloc_oom's rejections.
+#include "allocator/policy/facets/mem_pools.h"
+#include "../../native/allocator/policy/facets/ledger_reads.h"
 #include "fixture.h"
 #include "harness.h"
 
@@ -17,16 +19,16 @@ AllocatorConfig throwing_config() {
 TEST(use_on_oom_pool_serves_a_request_the_device_cannot) {
   Fixture f(64 * MiB);
   auto& a = f.a();
-  const std::uint32_t pool = a.create_pool();
-  a.begin_allocate_to_pool(pool);
+  const std::uint32_t pool = MemPools(a).create_pool();
+  MemPools(a).begin_allocate_to_pool(pool);
   const DevicePtr cached = a.malloc(20 * MiB, 0);
-  a.end_allocate_to_pool(pool);
+  MemPools(a).end_allocate_to_pool(pool);
   a.free(cached);  // 20 MiB cached in the pool
   const DevicePtr fill = a.malloc(40 * MiB, 0);  // the device keeps 4 MiB
   // Without the option the pool's cache is not the default pools': out of memory.
   CHECK_THROWS(a.malloc(8 * MiB, 0), OutOfMemoryError, "OUT_OF_MEMORY");
   CHECK_EQ(a.stats().num_ooms, std::int64_t{1});
-  a.set_use_on_oom(pool, true);
+  MemPools(a).set_use_on_oom(pool, true);
   const DevicePtr fallback = a.malloc(8 * MiB, 0);
   CHECK_EQ(fallback, cached);  // split from the pool's cached block, as PyTorch does
   auto snap = a.snapshot(pool, false);
@@ -37,30 +39,30 @@ TEST(use_on_oom_pool_serves_a_request_the_device_cannot) {
   a.free(fallback);
   CHECK_EQ(a.snapshot(pool, false).segments[0].allocated_size, std::size_t{0});
   // Unmarked, or released, the pool is no fallback.
-  a.set_use_on_oom(pool, false);
+  MemPools(a).set_use_on_oom(pool, false);
   CHECK_THROWS(a.malloc(8 * MiB, 0), OutOfMemoryError, "OUT_OF_MEMORY");
-  a.set_use_on_oom(pool, true);
-  a.release_pool(pool);  // its cache goes back to the device too
-  CHECK(!a.pool_exists(pool));
+  MemPools(a).set_use_on_oom(pool, true);
+  MemPools(a).release_pool(pool);  // its cache goes back to the device too
+  CHECK(!MemPools(a).pool_exists(pool));
   CHECK(a.malloc(8 * MiB, 0) != 0);
   a.free(fill);
   CHECK_VALID(a);
-  CHECK_THROWS(a.set_use_on_oom(pool, true), InvalidArgumentError, "INVALID_POOL");
+  CHECK_THROWS(MemPools(a).set_use_on_oom(pool, true), InvalidArgumentError, "INVALID_POOL");
 }
 
 TEST(use_on_oom_is_not_used_for_a_request_routed_to_a_pool) {
   Fixture f(64 * MiB);
   auto& a = f.a();
-  const std::uint32_t fallback = a.create_pool();
-  const std::uint32_t routed = a.create_pool();
-  a.set_use_on_oom(fallback, true);
-  a.begin_allocate_to_pool(fallback);
+  const std::uint32_t fallback = MemPools(a).create_pool();
+  const std::uint32_t routed = MemPools(a).create_pool();
+  MemPools(a).set_use_on_oom(fallback, true);
+  MemPools(a).begin_allocate_to_pool(fallback);
   a.free(a.malloc(20 * MiB, 0));
-  a.end_allocate_to_pool(fallback);
+  MemPools(a).end_allocate_to_pool(fallback);
   const DevicePtr fill = a.malloc(40 * MiB, 0);
-  a.begin_allocate_to_pool(routed);
+  MemPools(a).begin_allocate_to_pool(routed);
   CHECK_THROWS(a.malloc(8 * MiB, 0), OutOfMemoryError, "OUT_OF_MEMORY");
-  a.end_allocate_to_pool(routed);
+  MemPools(a).end_allocate_to_pool(routed);
   a.free(fill);
   CHECK_VALID(a);
 }
@@ -68,11 +70,11 @@ TEST(use_on_oom_is_not_used_for_a_request_routed_to_a_pool) {
 TEST(no_split_pool_hands_out_whole_blocks) {
   Fixture f;
   auto& a = f.a();
-  const std::uint32_t pool = a.create_pool(true);
-  a.begin_allocate_to_pool(pool);
+  const std::uint32_t pool = MemPools(a).create_pool(true);
+  MemPools(a).begin_allocate_to_pool(pool);
   const DevicePtr small = a.malloc(4096, 0);
   const DevicePtr large = a.malloc(3 * MiB, 0);
-  a.end_allocate_to_pool(pool);
+  MemPools(a).end_allocate_to_pool(pool);
   auto segs = segments(a);
   CHECK_EQ(segs.size(), std::size_t{2});
   for (const SegmentOf& s : segs) CHECK_EQ(s.blocks.size(), std::size_t{1});
@@ -87,10 +89,10 @@ TEST(no_split_pool_hands_out_whole_blocks) {
   a.free(large);
   a.free(shared);
   // Freed whole blocks serve smaller routed requests whole again.
-  a.begin_allocate_to_pool(pool);
+  MemPools(a).begin_allocate_to_pool(pool);
   CHECK_EQ(a.malloc(1 * MiB, 0), small);
   CHECK_EQ(a.malloc(4 * MiB, 0), large);
-  a.end_allocate_to_pool(pool);
+  MemPools(a).end_allocate_to_pool(pool);
   CHECK_EQ(f.cur(kAllocatedBytes), std::int64_t{2 * MiB + 20 * MiB});
   CHECK_VALID(a);
 }
@@ -98,14 +100,14 @@ TEST(no_split_pool_hands_out_whole_blocks) {
 TEST(private_pool_reserved_bytes_follow_its_segments) {
   Fixture f;
   auto& a = f.a();
-  const std::uint32_t pool = a.create_pool();
-  a.begin_allocate_to_pool(pool);
+  const std::uint32_t pool = MemPools(a).create_pool();
+  MemPools(a).begin_allocate_to_pool(pool);
   const DevicePtr s = a.malloc(4096, 0);
   const DevicePtr l = a.malloc(30 * MiB, 0);
-  a.end_allocate_to_pool(pool);
+  MemPools(a).end_allocate_to_pool(pool);
   a.free(a.malloc(4096, 0));  // the default pools' segment is not the pool's
   const auto find = [&]() {
-    for (const PoolReserved& r : a.pool_reserved_stats()) {
+    for (const PoolReserved& r : LedgerReads(a).pool_reserved_stats()) {
       if (r.id == pool) return r;
     }
     return PoolReserved{};
@@ -116,7 +118,7 @@ TEST(private_pool_reserved_bytes_follow_its_segments) {
   CHECK_EQ(r.reserved[kSmallPool].current, std::int64_t{2 * MiB});
   CHECK_EQ(r.reserved[kLargePool].current, std::int64_t{30 * MiB});
   a.free(l);
-  a.release_pool(pool);  // the free large segment goes; the small one holds `s`
+  MemPools(a).release_pool(pool);  // the free large segment goes; the small one holds `s`
   r = find();
   CHECK_EQ(r.reserved[kAggregate].current, std::int64_t{2 * MiB});
   CHECK_EQ(r.reserved[kAggregate].peak, std::int64_t{32 * MiB});
@@ -129,7 +131,7 @@ TEST(private_pool_reserved_bytes_follow_its_segments) {
   CHECK_VALID(a);
   a.free(s);
   a.empty_cache();
-  CHECK_EQ(a.pool_reserved_stats().size(), std::size_t{0});  // erased with the pool
+  CHECK_EQ(LedgerReads(a).pool_reserved_stats().size(), std::size_t{0});  // erased with the pool
 }
 
 TEST(throw_on_cudamalloc_oom_rejects_without_releasing_the_cache) {

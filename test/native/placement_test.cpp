@@ -1,5 +1,6 @@
 // place_segment: replay's rebuild of a recorded segment. The layout must come out as given,
 // behave afterwards like any other segment, and a layout that is not one must change nothing.
+#include "allocator/policy/facets/mem_pools.h"
 #include "fixture.h"
 #include "../../native/allocator/policy/facets/replay_planner.h"
 #include "harness.h"
@@ -73,7 +74,7 @@ TEST(placed_small_and_free_segments_and_mem_pool_segments) {
   CHECK_THROWS(ReplayPlanner(a).unplace_segment(free_base + 512), InvalidPointerError, "");
   ReplayPlanner(a).unplace_segment(free_base);
   CHECK_EQ(segments(a).size(), std::size_t{1});
-  const std::uint32_t pool = a.create_pool();
+  const std::uint32_t pool = MemPools(a).create_pool();
   const DevicePtr pooled = ReplayPlanner(a).place_segment(20 * MiB, 0, pool, false, {{0, 12 * MiB, 12 * MiB}}, 0)[1];
   CHECK_EQ(a.snapshot(pool, false).segments.size(), std::size_t{1});
   CHECK_EQ(a.snapshot(pool, false).segments[0].address, pooled);

@@ -10,6 +10,8 @@
 #include <iostream>
 #include <map>
 
+#include "allocator/policy/facets/mem_pools.h"
+#include "allocator/policy/facets/graph_captures.h"
 #include "common/errors.h"
 #include "fixture.h"
 #include "harness.h"
@@ -171,17 +173,17 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
         auto& route = routes[static_cast<std::size_t>(dev)];
         auto& fallback = fallbacks[static_cast<std::size_t>(dev)];
         if (route == 0) {
-          route = a.create_pool(rng.below(4) == 0);
-          a.begin_allocate_to_pool(route);
+          route = MemPools(a).create_pool(rng.below(4) == 0);
+          MemPools(a).begin_allocate_to_pool(route);
         } else {
-          a.end_allocate_to_pool(route);
-          if (fallback != 0) a.release_pool(fallback);
+          MemPools(a).end_allocate_to_pool(route);
+          if (fallback != 0) MemPools(a).release_pool(fallback);
           fallback = 0;
           if (rng.below(2) == 0) {
-            a.set_use_on_oom(route, true);
+            MemPools(a).set_use_on_oom(route, true);
             fallback = route;
           } else {
-            a.release_pool(route);
+            MemPools(a).release_pool(route);
           }
           route = 0;
         }
@@ -200,19 +202,19 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
         auto& alive = graphs[static_cast<std::size_t>(dev)];
         if (c.stream == 0 && ss.size() > 1 && a.caching_enabled() && rng.below(3) != 0) {
           c.stream = ss[1 + rng.below(ss.size() - 1)];
-          c.pool = !alive.empty() && rng.below(2) == 0 ? alive[rng.below(alive.size())] : a.reserve_pool_id();
-          a.begin_allocate_to_capture(c.pool, 0);
+          c.pool = !alive.empty() && rng.below(2) == 0 ? alive[rng.below(alive.size())] : GraphCaptures(a).reserve_pool_id();
+          GraphCaptures(a).begin_allocate_to_capture(c.pool, 0);
           c.id = f.sim(dev).begin_capture_status(c.stream);
-          a.capture_started(c.pool, c.id);
+          GraphCaptures(a).capture_started(c.pool, c.id);
           ++captures_begun;
         } else if (c.stream != 0) {
-          a.end_allocate_to_capture(c.pool, c.id);
+          GraphCaptures(a).end_allocate_to_capture(c.pool, c.id);
           f.sim(dev).end_capture_status(c.stream);
           alive.push_back(c.pool);
           c = Capturing{};
         } else if (!alive.empty()) {
           const std::size_t i = rng.below(alive.size());
-          a.release_pool(alive[i]);
+          MemPools(a).release_pool(alive[i]);
           alive.erase(alive.begin() + static_cast<long>(i));
         }
       } else if (capturing[static_cast<std::size_t>(dev)].stream == 0) {
@@ -223,7 +225,7 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
         if (!v.empty()) harness::fail(__FILE__, __LINE__, "device " + std::to_string(d) + ": " + v);
       }
       if (step % 97 == 0) check_snapshot_matches_state(f.a(dev));
-      if (a.frees_deferred_by_capture() > 0) ++frees_deferred;
+      if (GraphCaptures(a).frees_deferred_by_capture() > 0) ++frees_deferred;
     }
     // The sequence did what it is for (at the default length; a short sanitizer run may not).
     if (ops >= 20000) {
@@ -233,17 +235,17 @@ void run_sequence(std::uint64_t seed, std::size_t ops) {
     for (int d = 0; d < 2; ++d) {
       auto& c = capturing[static_cast<std::size_t>(d)];
       if (c.stream != 0) {
-        f.a(d).end_allocate_to_capture(c.pool, c.id);
+        GraphCaptures(f.a(d)).end_allocate_to_capture(c.pool, c.id);
         f.sim(d).end_capture_status(c.stream);
         graphs[static_cast<std::size_t>(d)].push_back(c.pool);
       }
-      for (std::uint32_t pool : graphs[static_cast<std::size_t>(d)]) f.a(d).release_pool(pool);
+      for (std::uint32_t pool : graphs[static_cast<std::size_t>(d)]) MemPools(f.a(d)).release_pool(pool);
       CHECK_EQ(f.sim(d).capture_violations(), std::size_t{0});
       if (routes[static_cast<std::size_t>(d)] != 0) {
-        f.a(d).end_allocate_to_pool(routes[static_cast<std::size_t>(d)]);
-        f.a(d).release_pool(routes[static_cast<std::size_t>(d)]);
+        MemPools(f.a(d)).end_allocate_to_pool(routes[static_cast<std::size_t>(d)]);
+        MemPools(f.a(d)).release_pool(routes[static_cast<std::size_t>(d)]);
       }
-      if (fallbacks[static_cast<std::size_t>(d)] != 0) f.a(d).release_pool(fallbacks[static_cast<std::size_t>(d)]);
+      if (fallbacks[static_cast<std::size_t>(d)] != 0) MemPools(f.a(d)).release_pool(fallbacks[static_cast<std::size_t>(d)]);
     }
     for (auto& [p, l] : live) f.a(l.device).free(p);
     for (int d = 0; d < 2; ++d) {

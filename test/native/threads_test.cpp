@@ -68,10 +68,11 @@ TEST(concurrent_threads_share_one_allocator_safely) {
 TEST(concurrent_mixed_operations_with_snapshots_and_history) {
   Fixture f(4 * GiB, AllocatorConfig{}, 1);
   auto& a = f.a();
+  SyncCopies copies = f.copies();
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
   for (int t = 0; t < 3; ++t) {
-    threads.emplace_back([&a, t] {
+    threads.emplace_back([&a, copies, t]() mutable {
       const StreamId s = a.create_stream();
       const StreamId other = a.create_stream();
       std::vector<DevicePtr> mine;
@@ -83,10 +84,10 @@ TEST(concurrent_mixed_operations_with_snapshots_and_history) {
         x ^= x << 17;
         if (mine.size() < 24 && (x & 1)) {
           mine.push_back(a.malloc(256 + (x % (2 * MiB)), (x & 2) ? s : 0));
-          a.copy_to_device(mine.back(), 0, buf, sizeof buf);
+          copies.copy_to_device(mine.back(), 0, buf, sizeof buf);
           if (x & 4) a.record_stream(mine.back(), other);
         } else if (!mine.empty()) {
-          a.copy_to_host(buf, mine.back(), 0, 64);
+          copies.copy_to_host(buf, mine.back(), 0, 64);
           a.free(mine.back());
           mine.pop_back();
         }

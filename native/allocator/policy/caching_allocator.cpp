@@ -31,8 +31,8 @@
 
 namespace cca {
 
-DeviceCachingAllocator::DeviceCachingAllocator(Device& device, const AllocatorConfig& config, CopyEngine* copies)
-    : device_(device), copies_(copies), config_(config), events_(device) {
+DeviceCachingAllocator::DeviceCachingAllocator(Device& device, const AllocatorConfig& config)
+    : device_(device), config_(config), events_(device) {
   if (config.per_process_memory_fraction_set) set_memory_fraction(config.per_process_memory_fraction);
 }
 
@@ -118,7 +118,7 @@ DevicePtr DeviceCachingAllocator::malloc_counted(std::uint64_t size, StreamId st
 
 // The rest of the chain after a cache miss (out of line: the cached path stays small).
 bool DeviceCachingAllocator::malloc_from_device(AllocParams& p) {
-  const ReleaseContext released_by(*this, p.ctx);  // segments released on the way carry this call's context
+  const ScopedValue<CallContext> released_by(release_ctx_, p.ctx);  // segments released on the way carry this call's context
   // The size of a new segment, needed only here. With caching off each allocation is a
   // segment of its own, returned at its free.
   p.alloc_size = caching_enabled_ ? allocation_size(p.size, config_) : p.size;
@@ -127,7 +127,7 @@ bool DeviceCachingAllocator::malloc_from_device(AllocParams& p) {
   bool found = alloc_block(p, false) ||
                (!p.rejected && (try_mempool_fallback(p) || (release_available_cached_blocks(p) && alloc_block(p, false))));
   // Releasing the whole cache synchronizes every stream: never during a capture.
-  if (!found && !p.rejected && captures_.empty()) {
+  if (!found && !p.rejected && routing_.captures.empty()) {
     release_cached_blocks();
     found = alloc_block(p, true);
   }
@@ -273,20 +273,19 @@ void DeviceCachingAllocator::record_stream(DevicePtr ptr, StreamId stream) {
   }
   check_stream(stream);
   if (stream == block->stream) return;
-  ledger_.stream_used(block, stream);
-  if (!captures_.empty()) note_capture_stream_use(block, stream);
+  stream_used(block, stream);
   check_after_operation();
 }
 
 std::string DeviceCachingAllocator::validate() const {
   std::lock_guard<FutexMutex> lock(mu_);
-  return ledger_.validate(events_.pending() + deferred_.size());
+  return ledger_.validate(events_.pending() + routing_.deferred.size());
 }
 
 void DeviceCachingAllocator::empty_cache(CallContext ctx) {
   std::lock_guard<FutexMutex> lock(mu_);
   refuse_during_capture("empty_cache()");
-  const ReleaseContext released_by(*this, ctx);
+  const ScopedValue<CallContext> released_by(release_ctx_, ctx);
   release_cached_blocks();
   check_after_operation();
 }

@@ -13,11 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -25,7 +22,9 @@
 #include "../../device/device.h"
 #include "config.h"
 #include "ipc_mappings.h"
+#include "pool_routing.h"
 #include "../../common/futex_mutex.h"
+#include "../../common/scoped_value.h"
 #include "../../common/debug.h"
 #include "../../common/errors.h"
 #include "../../common/owner_counters.h"
@@ -37,19 +36,9 @@
 
 namespace cca {
 
-// A range of a live allocation that queued device work will read or write. No default
-// member values: a launch fills a stack array of these per call, and zeroing it first
-// would be wasted work.
-struct BufferUse {
-  DevicePtr base;
-  std::uint64_t offset;
-  std::uint64_t bytes;
-};
-
 class DeviceCachingAllocator {
  public:
-  // `copies` serves copy_to_device/copy_to_host/fill; without one they throw.
-  DeviceCachingAllocator(Device& device, const AllocatorConfig& config, CopyEngine* copies = nullptr);
+  DeviceCachingAllocator(Device& device, const AllocatorConfig& config);
   // Returns every segment to the device. Live allocations are released too.
   ~DeviceCachingAllocator();
   DeviceCachingAllocator(const DeviceCachingAllocator&) = delete;
@@ -65,25 +54,10 @@ class DeviceCachingAllocator {
   // Frees a pointer from malloc. Throws InvalidPointerError for anything else (a foreign
   // pointer, an interior pointer, a double free), changing nothing.
   void free(DevicePtr ptr, CallContext ctx = {});
-  // Copies and fills (copies.cpp): only inside the live allocation at `base`, within the
-  // caller's size, on its own stream, waited for before returning. Anything else throws
-  // InvalidPointerError or InvalidArgumentError (ERR_CCA_OUT_OF_BOUNDS), touching nothing.
-  void copy_to_device(DevicePtr base, std::uint64_t offset, const void* src, std::uint64_t bytes);
-  void copy_to_host(void* dst, DevicePtr base, std::uint64_t offset, std::uint64_t bytes);
-  void fill(DevicePtr base, std::uint64_t offset, unsigned char value, std::uint64_t bytes);
   // Throws InvalidArgumentError (ERR_CCA_INVALID_STREAM) unless `stream` is live here.
   void require_live_stream(StreamId stream) const;
   // Makes the block wait, when freed, for the work queued on `stream` so far.
   void record_stream(DevicePtr ptr, StreamId stream);
-  // Device work that names allocations (a kernel launch; device_work.cpp): checks that
-  // `stream` is live and each range lies inside a live allocation, records each allocation
-  // made on another stream as used on `stream` when `record` is set (so its memory waits for
-  // this work when freed), then calls enqueue(context), all under the allocator's lock, so no
-  // range can be freed and handed out again between the check and the queuing. A failed
-  // enqueue throws its DeviceError, naming `what`; a bad range throws before anything changed.
-  using EnqueueWork = Status (*)(void* context);
-  void enqueue_on_buffers(StreamId stream, const BufferUse* uses, std::size_t count, bool record, const char* what,
-                          EnqueueWork enqueue, void* context);
   // Waits for all pending frees, then returns every unsplit free block to the device. The
   // segment_free entries carry ctx's label, and its stack (context 'all') or else the stack
   // that allocated each segment.
@@ -96,16 +70,7 @@ class DeviceCachingAllocator {
   void set_caching_enabled(bool enabled);
   bool caching_enabled() const;
 
-  // --- lookups (allocation_lookups.cpp) and streams brought by native code (streams.cpp) ---
-  // The live allocation holding `inside` (its base, requested size and stream); false if none.
-  bool find_allocation(DevicePtr inside, DevicePtr* base, std::uint64_t* size, StreamId* stream) const;
-  // The stack id the live allocation holding `inside` was made with (0: none captured), for
-  // memory._allocation_traceback; false if no live allocation holds it.
-  bool allocation_stack(DevicePtr inside, std::uint32_t* stack) const;
-  // Records an `annotate` history entry for the live allocation holding `inside` with
-  // ctx's tag and stack (PyTorch's _annotate_memory); InvalidPointerError, changing
-  // nothing, when no live allocation holds it.
-  void annotate(DevicePtr inside, CallContext ctx);
+  // --- streams brought by native code (streams.cpp) ---
   // Makes a stream the allocator did not create usable with it (counted: each adopt needs a
   // release). InvalidArgumentError (ERR_CCA_INVALID_STREAM) for 0 or a stream created here.
   void adopt_stream(StreamId stream);
@@ -129,21 +94,6 @@ class DeviceCachingAllocator {
   Bytes max_split_size() const;
 
   DeviceStats stats() const;
-  // Each live MemPool's reserved_bytes (PyTorch's reserved_bytes_by_private_pools).
-  std::vector<PoolReserved> pool_reserved_stats() const;
-  // Live memory per (owner, tag) ever tagged here (memory_stats_by_tag).
-  std::vector<TagStat> tag_stats() const;
-  // What a metrics scrape reads, taken under one lock so the figures agree: the stats, the
-  // largest free block of the small and the large pools (private pools included), and the
-  // history ring's fill. Reads no trace entry and walks no block list.
-  struct MonitorSample {
-    DeviceStats stats;
-    Bytes largest_free_small = 0;
-    Bytes largest_free_large = 0;
-    std::size_t history_entries = 0;
-    Bytes history_capacity = 0;  // 0 while history is off
-  };
-  MonitorSample monitor_sample() const;
   void reset_peak_stats();
   void reset_accumulated_stats();
   void mem_get_info(Bytes* free_bytes, Bytes* total_bytes);
@@ -161,15 +111,6 @@ class DeviceCachingAllocator {
   // Starts, changes or stops recording history (PyTorch's _record_memory_history).
   // Disabling, or clear_history, frees the ring.
   void set_history(const HistoryOptions& options);
-  // Live trace events (memory.onTrace): entries of the actions in `mask` (bit 1 << action)
-  // queue up to `capacity` until drained; mask 0 stops. Independent of history. One queue,
-  // so one subscriber (`owner`: a JS environment) at a time: another's is
-  // InvalidArgumentError (ERR_CCA_TRACE_IN_USE) until the first stops or goes away.
-  void set_trace_subscription(std::uint32_t mask, std::size_t capacity, std::uint32_t owner = 0);
-  // Takes the queued entries (oldest first) and how many were dropped since the last drain.
-  void drain_traces(std::vector<TraceEntry>& out, std::uint64_t& dropped);
-  // Bytes the trace ring holds (0 once history is disabled or cleared).
-  Bytes history_bytes() const;
   // Takes the next number of the device's history order, as a trace entry would: an event
   // recorded outside the ring (an annotation) is ordered against the entries by it.
   std::uint64_t next_history_seq();
@@ -180,56 +121,9 @@ class DeviceCachingAllocator {
   // The same, with the history's entries given to `traces` (none read when it is nullptr)
   // instead of copied into DeviceSnapshot::traces.
   DeviceSnapshot snapshot(std::uint32_t pool_filter, TraceSink* traces);
-  // --- MemPools (private pools) ---
-  // Creates a private pool; returns its id n (the MemPool id is (0, n)). use_count 1. With
-  // no_split its blocks are never split (a request takes a whole cached block or segment).
-  std::uint32_t create_pool(bool no_split = false);
-  // use_on_oom: before an out-of-memory error (after a device malloc failed, before the
-  // cache is released), a request not routed to a MemPool may take a cached block of this
-  // pool (PyTorch's try_mempool_fallback). Pools are tried in the order they were marked.
-  void set_use_on_oom(std::uint32_t pool, bool use);
-  // Routes the calling thread's allocations to the pool until end_allocate_to_pool
-  // (nested routes: the newest wins). Each begin adds a use; each end removes it.
-  void begin_allocate_to_pool(std::uint32_t pool);
-  void end_allocate_to_pool(std::uint32_t pool);
-  // Drops the MemPool's own use; at use_count 0 its cached memory is released (now, and by
-  // later empty_cache calls) and the pool is erased once it holds no segment.
-  void release_pool(std::uint32_t pool);
-  int pool_use_count(std::uint32_t pool) const;
-  bool pool_exists(std::uint32_t pool) const;
 
-  // --- CUDA graph capture (captures.cpp; Note [Allocating under graph capture] there) ---
-  // A pool id no pool has yet (PyTorch's graph_pool_handle()): a capture given it creates
-  // the pool, and graphs given the same id share it.
-  std::uint32_t reserve_pool_id();
-  // Routes every allocation on a stream of capture `capture_id` (Device::stream_capture_info;
-  // side streams that joined the capture too) to private pool `pool` until
-  // end_allocate_to_capture. Creates the pool or adds a use to it: the graph's use, kept
-  // until release_pool when the graph goes. While any capture is routed on this device no
-  // event is recorded or queried, empty_cache and synchronizations are refused, and the OOM
-  // path does not release the whole cache. InvalidArgumentError (ERR_CCA_INVALID_POOL) for a
-  // released pool or one already routed to; ERR_CCA_CAPTURE_UNSUPPORTED with caching off.
-  void begin_allocate_to_capture(std::uint32_t pool, std::uint64_t capture_id);
-  // Begun before the device's capture (PyTorch's order: a free on another thread between the
-  // two must find frees deferred), the routing learns the capture's id once it exists: until
-  // then it routes nothing (capture_id 0).
-  void capture_started(std::uint32_t pool, std::uint64_t capture_id);
-  // Ends the routing of one capture. The pool keeps the capture's use.
-  void end_allocate_to_capture(std::uint32_t pool, std::uint64_t capture_id);
-  // Whether any capture is routed on this device.
-  bool capture_underway() const;
-  // ERR_CCA_CAPTURE_UNSUPPORTED, naming `what` and the captures, while any is underway here:
-  // for the compute layer's calls that would synchronize or query (event.done(), stream.done()).
-  void refuse_if_capturing(const char* what) const;
-  // Frees waiting for the last capture to end (their blocks' events are recorded then).
-  Bytes frees_deferred_by_capture() const;
-  // A test hook: with false, begin_allocate_to_capture still counts the capture (events
-  // stay off) but routes nothing to its pool, so eager work may take the graph's memory:
-  // the corruption a capture-aware allocator prevents, shown by a negative control.
-  void set_capture_routing_for_tests(bool route);
-
-  // Stack ids still referenced by live blocks, segments or the ring (for the JS stack table).
-  std::vector<std::uint32_t> referenced_stacks() const;
+  // MemPools' and CUDA graph capture's calls are facets (facets/mem_pools.h,
+  // facets/graph_captures.h); the routing they set is the allocator's (pool_routing.h).
 
   // Checks every invariant; returns "" when all hold, else the first broken clause.
   std::string validate() const;
@@ -237,8 +131,9 @@ class DeviceCachingAllocator {
   int device_index() const { return device_.index(); }
 
  private:
-  // Replay's planning, native clients' calls and CUDA IPC are facets around this class,
-  // through one door that lists what they touch (facet_access.h).
+  // Features built around this class (facets/: replay's planning, native clients, IPC,
+  // MemPools' and captures' calls, copies, device work, reads) come through one door that
+  // lists what they touch (facet_access.h).
   friend class FacetAccess;
 
   struct AllocParams {
@@ -268,7 +163,7 @@ class DeviceCachingAllocator {
   const BlockPool& pool_for(Bytes rounded, StreamId stream) const {
     const bool small = is_small_request(rounded);
     // Routes are rare: the common case asks for nothing but the default pool.
-    if (routed_) return pool_of(routed_pool(stream), small);
+    if (routing_.routed) return pool_of(routed_pool(stream), small);
     return ledger_.default_pool(small);
   }
   // A MemPool's small or large pool; the default pools for nullptr.
@@ -287,7 +182,7 @@ class DeviceCachingAllocator {
   // After a cache miss: garbage collection, a new segment, releases and retries; false: OOM.
   bool malloc_from_device(AllocParams& p);
   bool alloc_block(AllocParams& p, bool is_retry);
-  // A cached block of a use_on_oom MemPool for a request of the default pools (mem_pools.cpp).
+  // A cached block of a use_on_oom MemPool for a request of the default pools (pool_routing.cpp).
   bool try_mempool_fallback(AllocParams& p);
   const Block* hand_out(const AllocParams& p, std::uint32_t owner);
   // (Inline: the cached free's path.) A block used on other streams waits for their work:
@@ -303,18 +198,6 @@ class DeviceCachingAllocator {
   void release_uncached(const Block* block, CallContext ctx);
   [[noreturn]] void throw_oom(const AllocParams& p, std::unique_lock<FutexMutex>& lock);
   // --- releasing memory (release.cpp) ---
-  // The call whose work releases segments (its label and stack go on their segment_free
-  // entries), for the length of a scope.
-  class ReleaseContext {
-   public:
-    ReleaseContext(DeviceCachingAllocator& a, CallContext ctx) : a_(a) { a_.release_ctx_ = ctx; }
-    ~ReleaseContext() { a_.release_ctx_ = CallContext{}; }
-    ReleaseContext(const ReleaseContext&) = delete;
-    ReleaseContext& operator=(const ReleaseContext&) = delete;
-
-   private:
-    DeviceCachingAllocator& a_;
-  };
   struct AvailableRelease {
     std::vector<const Block*> blocks;  // in the order they are released
     bool enough = false;               // the request is retried after them
@@ -337,9 +220,9 @@ class DeviceCachingAllocator {
   // Frees whose events completed become free (inline: every malloc asks; the common answer
   // is "nothing pending"). Nothing during a capture: an event query would invalidate it.
   void process_events() {
-    if (capture_work_) {
-      if (!captures_.empty()) return;
-      if (!deferred_.empty()) insert_deferred_events();
+    if (routing_.capture_work) {
+      if (!routing_.captures.empty()) return;
+      if (!routing_.deferred.empty()) insert_deferred_events();
     }
     if (events_.pending() != 0) process_completed_events();
   }
@@ -357,9 +240,6 @@ class DeviceCachingAllocator {
   // free()'s error for a pointer that is not a live allocation: a double free, an interior
   // pointer, or a foreign one, said as such. The caller holds the lock.
   [[noreturn]] void throw_not_allocated(DevicePtr ptr) const;
-  bool find_allocation_locked(DevicePtr inside, DevicePtr* base, std::uint64_t* size, StreamId* stream) const;
-  // The allocated block whose requested bytes hold `inside`, or nullptr.
-  const Block* allocated_block_holding(DevicePtr inside) const;
   // --- expandable segments (expandable_segments.cpp) ---
   bool use_expandable() const { return config_.expandable_segments && caching_enabled_ && device_.vmm_granularity() != 0; }
   const Block* find_expandable_block(const AllocParams& p);
@@ -371,46 +251,43 @@ class DeviceCachingAllocator {
   // free_used_block while capture bookkeeping exists: forgets the block's capture-time stream
   // uses, and during a capture defers the free (true: done).
   bool free_during_capture(const Block* block, CallContext ctx);
-  // A destroyed stream leaves capture_uses_ too (each entry stays inside its block's uses).
+  // A destroyed stream leaves the capture uses too (each entry stays inside its block's uses).
   void forget_capture_uses_of(StreamId stream);
   // record_stream's bookkeeping during a capture (the use is dropped when the free's events
   // are finally recorded: the capture's streams run only inside the graph).
   void note_capture_stream_use(const Block* block, StreamId stream);
+  // The block's memory waits, when freed, for the work queued on `stream` so far.
+  void stream_used(const Block* block, StreamId stream) {
+    ledger_.stream_used(block, stream);
+    if (!routing_.captures.empty()) note_capture_stream_use(block, stream);
+  }
   // After the last capture ended: records the deferred frees' events.
   void insert_deferred_events();
   // ERR_CCA_CAPTURE_UNSUPPORTED for `what` while a capture is routed here.
   void refuse_during_capture(const char* what) const;
-  // Pool ids, unique in the process (mem_pools.cpp): the next one taken, and the next to come.
-  static std::uint32_t next_pool_id();
-  static std::uint32_t peek_next_pool_id();
-  void update_routing_flags();
-  // --- MemPools (mem_pools.cpp) ---
+  // --- routing to MemPools and captures (pool_routing.cpp) ---
   const PrivatePool* routed_pool(StreamId stream) const;
   const PrivatePool& private_pool(std::uint32_t pool) const;  // throws for an unknown id
+  const PrivatePool& live_pool(std::uint32_t pool) const;     // and for a released one
   void release_freeable_pools();
-  // --- copies (copies.cpp) ---
-  // Checks that [base + offset, + bytes) lies in a live allocation (or in memory mapped from
-  // another process); returns the stream work on it runs on.
-  StreamId live_range(DevicePtr base, std::uint64_t offset, std::uint64_t bytes, const char* what) const;
-  CopyEngine& copy_engine(const char* what) const;
-  void finish_copy(Status s, StreamId stream, const char* what);
 
   Bytes total_reserved() const { return ledger_.reserved_bytes(); }
   // In CCA_DEBUG >= 3 builds, runs the validator and aborts on a broken invariant.
   void check_after_operation() const {
     if (CCA_VALIDATE_EVERY_OPERATION) {
-      const std::string problem = ledger_.validate(events_.pending() + deferred_.size());
+      const std::string problem = ledger_.validate(events_.pending() + routing_.deferred.size());
       if (!problem.empty()) CCA_FAIL(problem.c_str());
     }
   }
 
   Device& device_;
-  CopyEngine* copies_;
   mutable FutexMutex mu_;
   Ledger ledger_;
   AllocatorConfig config_;
   bool caching_enabled_ = true;
-  CallContext release_ctx_{};  // set by ReleaseContext
+  // The call whose work releases segments (its label and stack go on their segment_free
+  // entries), set for the length of that call (a ScopedValue).
+  CallContext release_ctx_{};
   StreamEvents events_;
   std::unordered_set<StreamId> streams_;  // live streams created or adopted here (0 is always live)
   mutable StreamId last_live_stream_ = 0;  // check_stream's memo: 0, or a member of streams_
@@ -419,27 +296,8 @@ class DeviceCachingAllocator {
   bool fraction_set_ = false;
   double fraction_ = 1.0;
   Bytes allowed_memory_maximum_ = 0;
-  // (thread, pool) routes in the order they began: PyTorch's captures_underway for MemPools.
-  std::vector<std::pair<std::thread::id, std::uint32_t>> routes_;
-  // (capture id, pool) routes in the order they began: the captures underway.
-  std::vector<std::pair<std::uint64_t, std::uint32_t>> captures_;
-  bool capture_routing_ = true;  // false only by the tests' hook
-  // Set while routes_ or captures_ is non-empty: pool_for's one test on the cached path.
-  bool routed_ = false;
-  // Set while captures_, deferred_ or capture_uses_ is non-empty: process_events' one test
-  // on the cached path, and free_used_block's.
-  bool capture_work_ = false;
-  struct DeferredFree {
-    const Block* block;
-    std::vector<StreamId> uses;      // the streams its events go on
-  };
-  std::vector<DeferredFree> deferred_;  // frees waiting for no capture to be underway
-  // Streams recorded on a live block while a capture was underway (PyTorch's
-  // block_to_cudagraph_stream_uses); always a subset of the block's stream_uses, so a block
-  // with none has no entry.
-  std::unordered_map<const Block*, std::vector<StreamId>> capture_uses_;
-  std::vector<std::uint32_t> use_on_oom_pools_;  // in the order they were marked
-  std::uint32_t trace_subscriber_ = 0;           // the owner whose onTrace holds the queue
+  PoolRouting routing_;  // MemPool routes and captures (pool_routing.h)
+  std::uint32_t trace_subscriber_ = 0;           // the owner whose onTrace holds the queue (facets/live_traces.h)
   std::vector<std::function<bool()>> free_memory_callbacks_;
   std::vector<std::function<void(const OutOfMemoryInfo&)>> oom_observers_;
 };

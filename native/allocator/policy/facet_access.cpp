@@ -1,6 +1,10 @@
 // The door's steps that compose the allocator's own (facet_access.h).
 #include "facet_access.h"
 
+#include <string>
+
+#include "../../common/message_format.h"
+
 namespace cca {
 
 void FacetAccess::throw_segment_oom(DeviceCachingAllocator& a, Bytes size, StreamId stream, const BlockPool& pool,
@@ -12,6 +16,31 @@ void FacetAccess::throw_segment_oom(DeviceCachingAllocator& a, Bytes size, Strea
   p.stream = stream;
   p.pool = &pool;
   a.throw_oom(p, lock);
+}
+
+StreamId FacetAccess::live_range(const DeviceCachingAllocator& a, DevicePtr base, std::uint64_t offset,
+                                 std::uint64_t bytes, const char* what) {
+  const Block* b = base == 0 ? nullptr : a.ledger_.find_allocated(base);
+  std::uint64_t size = 0;
+  StreamId stream = 0;
+  if (b != nullptr && b->state == BlockState::kAllocated) {
+    size = b->requested_size;
+    stream = b->stream;
+  } else if (base != 0 && a.ipc_.imported(base, &size)) {
+    // another process's memory, mapped here: the default stream's
+  } else {
+    throw InvalidPointerError(std::string(what) + ": " + hex(base) + " is not a live allocation on device " +
+                              std::to_string(a.device_.index()) +
+                              " (freed already, or not from this allocator); use a buffer from cuda.alloc()");
+  }
+  // requested_size is what the caller asked for: the rounding beyond it is not theirs.
+  if (offset > size || bytes > size - offset) {
+    throw InvalidArgumentError(std::string(what) + ": " + std::to_string(bytes) + " bytes at offset " +
+                                   std::to_string(offset) + " lie outside the allocation at " + hex(base) + " of " +
+                                   std::to_string(size) + " bytes; stay within the buffer's size",
+                               "ERR_CCA_OUT_OF_BOUNDS");
+  }
+  return stream;
 }
 
 DeviceCachingAllocator::AllocParams FacetAccess::request_for(const DeviceCachingAllocator& a, std::uint64_t size,

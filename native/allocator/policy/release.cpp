@@ -131,7 +131,7 @@ void DeviceCachingAllocator::process_completed_events() {
 }
 
 void DeviceCachingAllocator::synchronize_and_free_events() {
-  if (!deferred_.empty()) insert_deferred_events();
+  if (!routing_.deferred.empty()) insert_deferred_events();
   ledger_.count(Counter::kSyncAllStreams);
   events_.synchronize_all([this](const Block* b) { free_completed(b); });
 }
@@ -142,13 +142,13 @@ void DeviceCachingAllocator::free_completed(const Block* block) {
 }
 
 void DeviceCachingAllocator::free_used_block(const Block* block, CallContext ctx) {
-  if (capture_work_ && free_during_capture(block, ctx)) return;
+  if (routing_.capture_work && free_during_capture(block, ctx)) return;
   const int events = events_.record(block, block->stream_uses);
   ledger_.free_requested(block, events, ctx);
 }
 
 void DeviceCachingAllocator::release_uncached(const Block* block, CallContext ctx) {
-  const ReleaseContext released_by(*this, ctx);
+  const ScopedValue<CallContext> released_by(release_ctx_, ctx);
   release_if_uncached(block);
 }
 

@@ -52,28 +52,6 @@ void DeviceCachingAllocator::set_history(const HistoryOptions& options) {
   ledger_.set_history(options);
 }
 
-void DeviceCachingAllocator::set_trace_subscription(std::uint32_t mask, std::size_t capacity, std::uint32_t owner) {
-  std::lock_guard<FutexMutex> lock(mu_);
-  if (trace_subscriber_ != 0 && trace_subscriber_ != owner) {
-    if (mask == 0) return;  // not this owner's to stop
-    throw InvalidArgumentError("live trace events of device " + std::to_string(device_.index()) +
-                                   " go to another JS environment (its memory.onTrace); stop that one first",
-                               "ERR_CCA_TRACE_IN_USE");
-  }
-  trace_subscriber_ = mask == 0 ? 0 : owner;
-  ledger_.set_trace_subscription(mask, capacity);
-}
-
-void DeviceCachingAllocator::drain_traces(std::vector<TraceEntry>& out, std::uint64_t& dropped) {
-  std::lock_guard<FutexMutex> lock(mu_);
-  ledger_.drain_traces(out, dropped);
-}
-
-Bytes DeviceCachingAllocator::history_bytes() const {
-  std::lock_guard<FutexMutex> lock(mu_);
-  return ledger_.ring().capacity_bytes();
-}
-
 std::uint64_t DeviceCachingAllocator::next_history_seq() {
   std::lock_guard<FutexMutex> lock(mu_);
   return ledger_.next_seq();
@@ -85,16 +63,6 @@ DeviceStats DeviceCachingAllocator::stats() const {
   return ledger_.stats().view();
 }
 
-std::vector<PoolReserved> DeviceCachingAllocator::pool_reserved_stats() const {
-  std::lock_guard<FutexMutex> lock(mu_);
-  return ledger_.pool_reserved();
-}
-
-std::vector<TagStat> DeviceCachingAllocator::tag_stats() const {
-  std::lock_guard<FutexMutex> lock(mu_);
-  return ledger_.tag_counters().read();
-}
-
 void DeviceCachingAllocator::reset_peak_stats() {
   std::lock_guard<FutexMutex> lock(mu_);
   ledger_.reset_peak_stats();
@@ -103,23 +71,6 @@ void DeviceCachingAllocator::reset_peak_stats() {
 void DeviceCachingAllocator::reset_accumulated_stats() {
   std::lock_guard<FutexMutex> lock(mu_);
   ledger_.reset_accumulated_stats();
-}
-
-DeviceCachingAllocator::MonitorSample DeviceCachingAllocator::monitor_sample() const {
-  std::lock_guard<FutexMutex> lock(mu_);
-  MonitorSample m;
-  m.stats = ledger_.stats().view();
-  m.largest_free_small = ledger_.default_pool(true).largest_free();
-  m.largest_free_large = ledger_.default_pool(false).largest_free();
-  ledger_.for_each_private_pool([&m](const PrivatePool& p) {
-    m.largest_free_small = std::max(m.largest_free_small, p.small.largest_free());
-    m.largest_free_large = std::max(m.largest_free_large, p.large.largest_free());
-  });
-  if (ledger_.history().enabled) {
-    m.history_entries = ledger_.ring().size();
-    m.history_capacity = ledger_.ring().max_entries();
-  }
-  return m;
 }
 
 }  // namespace cca

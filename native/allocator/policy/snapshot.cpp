@@ -98,21 +98,4 @@ DeviceSnapshot DeviceCachingAllocator::snapshot(std::uint32_t pool_filter, Trace
   return snap;
 }
 
-std::vector<std::uint32_t> DeviceCachingAllocator::referenced_stacks() const {
-  std::lock_guard<FutexMutex> lock(mu_);
-  std::vector<std::uint32_t> ids;
-  ledger_.for_each_segment([&ids](const Segment& segment) {
-    if (segment.stack) ids.push_back(segment.stack);
-    for (const Block* b = segment.head; b != nullptr; b = b->next) {
-      if (b->state != BlockState::kFree && b->alloc_stack) ids.push_back(b->alloc_stack);
-    }
-  });
-  ledger_.ring().for_each([&](const TraceEntry& e) {
-    if (e.stack) ids.push_back(e.stack);
-  });
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  return ids;
-}
-
 }  // namespace cca

@@ -35,7 +35,7 @@ void DeviceCachingAllocator::forget_stream_locked(StreamId stream, bool destroy)
   streams_.erase(stream);
   if (last_live_stream_ == stream) last_live_stream_ = 0;
   ledger_.stream_destroyed(stream);
-  if (!capture_uses_.empty()) forget_capture_uses_of(stream);
+  if (!routing_.capture_uses.empty()) forget_capture_uses_of(stream);
   process_events();
   drop_dead_stream_bins();
 }
@@ -108,6 +108,11 @@ void DeviceCachingAllocator::release_stream(StreamId stream) {
   refuse_during_capture("releasing the last adoption of a stream (it waits for the stream)");
   forget_stream_locked(stream, false);
   adopted_.erase(stream);
+}
+
+void DeviceCachingAllocator::require_live_stream(StreamId stream) const {
+  std::lock_guard<FutexMutex> lock(mu_);
+  check_stream(stream);
 }
 
 }  // namespace cca
