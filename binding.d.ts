@@ -231,9 +231,22 @@ export interface NativeBinding {
   resetAccumulatedHostStats(): void;
   emptyHostCache(): void;
   /** A pinned block of at least `size` bytes, as an ArrayBuffer over it (`size` long). */
-  hostAlloc(size: number): ArrayBuffer;
+  hostAlloc(size: number, stackId?: number): ArrayBuffer;
   /** Gives the block back and detaches the ArrayBuffer. */
-  hostFree(buffer: ArrayBuffer): void;
+  hostFree(buffer: ArrayBuffer, stackId?: number): void;
+  /** The host history's action names, by their index in hostHistory()'s trace records. */
+  hostTraceActionNames(): string[];
+  /**
+   * Starts or stops the pinned host allocator's history (PyTorch's record_pinned_host_memory):
+   * context 0 none, 1 state, 2 alloc, 3 all (free requests keep stacks too); clear empties it.
+   */
+  hostSetHistory(enabled: boolean, context: number, maxEntries: number, clear: boolean): void;
+  /**
+   * null while host history is off; else every pinned block as (address, size, state 0
+   * inactive / 1 active_allocated / 2 active_pending_free, stackId) and, with includeTraces,
+   * the history as (action, addr, size, time_us, stackId) per entry, oldest first.
+   */
+  hostHistory(includeTraces: boolean): { blocks: Float64Array; traces: Float64Array | null } | null;
   copyToDeviceAsync(device: number, base: number, offset: number, host: ArrayBufferView, stream: number, record: boolean): void;
   copyToHostAsync(device: number, base: number, offset: number, host: ArrayBufferView, stream: number, record: boolean): void;
   copyDeviceAsync(device: number, dstBase: number, dstOffset: number, dstBytes: number, srcBase: number, srcOffset: number,

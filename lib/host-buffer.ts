@@ -6,6 +6,8 @@ import { ArgumentTypeError, InvalidPointerError } from './errors.js';
 import { native } from './native.js';
 import { generation } from './generation.js';
 import { checkSize, describe } from './validate.js';
+import { hostCapture } from './history/host-history.js';
+import { stacks } from './history/stack-store.js';
 
 const HOST_KEY: unique symbol = Symbol('cuda.allocHost');
 
@@ -24,7 +26,8 @@ export class HostBuffer {
         'ERR_ILLEGAL_CONSTRUCTOR');
     }
     this.size = size;
-    this.#buffer = native.hostAlloc(size);
+    // With host history keeping stacks, the caller's (above allocHost) goes with the block.
+    this.#buffer = hostCapture.level >= 1 ? native.hostAlloc(size, stacks.capture(allocHost)) : native.hostAlloc(size);
     this.#array = new Uint8Array(this.#buffer);
     this.#generation = generation();
   }
@@ -50,7 +53,10 @@ export class HostBuffer {
   free(): void {
     if (!HostBuffer.isHostBuffer(this)) throw new ArgumentTypeError(`free: expected a HostBuffer but received ${describe(this)}`);
     if (this.#freed) throw new InvalidPointerError('free of a HostBuffer that was freed already', 'ERR_CCA_INVALID_POINTER');
-    if (this.#generation === generation()) native.hostFree(this.#buffer);
+    if (this.#generation === generation()) {
+      if (hostCapture.level >= 3) native.hostFree(this.#buffer, stacks.capture(HostBuffer.prototype.free));
+      else native.hostFree(this.#buffer);
+    }
     this.#freed = true;
   }
 

@@ -68,8 +68,13 @@ step js_gemm.txt 240 env CCA_DEVICE=cuda node bench/js-gemm.mjs 50
 step pytorch_gemm.txt 240 python3 bench/gpu/pytorch_gemm.py 50
 # examples/mlp-forward.mjs (on cuBLASLt, found above; mlp.txt) against the same MLP in PyTorch eager.
 step pytorch_mlp_forward.txt 120 python3 bench/gpu/pytorch_mlp_forward.py 200
-# Whether this torch records pinned host memory in history yet (issue 21's last item).
+# Pinned host memory's history (record_pinned_host_memory): ours on the real driver, read by
+# PyTorch's _memory_viz.py (stats and trace, as its command line runs them, and both plots);
+# then PyTorch's own where its torch has it (>= 2.14), read by our CLI.
+step js_host_history.txt 60 env CCA_DEVICE=cuda node test/conformance/js-host-history.mjs "$out/host-history.pickle"
+step host_history_viz.txt 60 bash -c "python3 -m torch.cuda._memory_viz stats '$out/host-history.pickle' && python3 -m torch.cuda._memory_viz trace '$out/host-history.pickle' | tail -5 && python3 -c \"import pickle; from torch.cuda import _memory_viz as v; s = pickle.load(open('$out/host-history.pickle', 'rb')); print('host_segments', len(s['host_segments']), 'host_traces', len(s['host_traces'])); print('trace_plot html bytes', len(v.trace_plot(s))); print('segment_plot html bytes', len(v.segment_plot(s)))\""
 step pytorch_pinned_history.txt 60 python3 bench/gpu/pytorch_pinned_history.py "$out/pinned-history.pickle"
+step pinned_history_ours.txt 60 bash -c "[ -f '$out/pinned-history.pickle' ] || { echo 'no host history from this torch'; exit 0; }; node dist/cli/main.js summary '$out/pinned-history.pickle' && node dist/cli/main.js trace --host '$out/pinned-history.pickle' && node dist/cli/main.js leaks --host '$out/pinned-history.pickle'"
 step pytorch_cpp_pair.txt 240 env CCA_TORCH_EXT_DIR="$(mktemp -d)" python3 bench/gpu/pytorch_cpp_pair.py
 [ -n "${OUT:-}" ] && tar czf "$OUT/gpu-results.tgz" "$out"
 tail -n +1 "$out"/*.txt

@@ -11,7 +11,8 @@ import { regionWindows } from './diff.js';
 import { stackKey } from './frames.js';
 import { orderKeyOf } from './order.js';
 import { checkOptions, checkString, deviceArg, depthArg, snapshotArg } from './args.js';
-import { checkInteger } from '../validate.js';
+import { checkBoolean, checkInteger } from '../validate.js';
+import type { OrderKey } from './order.js';
 
 export interface LeakGroup {
   key: string;
@@ -27,7 +28,10 @@ export interface LeakGroup {
 }
 
 export interface LeakReport {
+  /** The device whose annotations mark the steps (whose memory it is, unless `host`). */
   device: number;
+  /** Pinned host memory's allocations (host_traces), ordered against the steps by time_us. */
+  host: boolean;
   /** The annotation used as the step marker, or null when the history has none. */
   marker: string | null;
   steps: number;
@@ -45,6 +49,9 @@ export interface LeakOptions {
   minSteps?: number;
   /** Frames per stack key (default 3). */
   depth?: number;
+  /** Pinned host memory instead of the device's (PyTorch 2.14's host history); the device's
+   *  annotations still mark the steps. Default false. */
+  host?: boolean;
 }
 
 /** The annotation name that starts most often on the device; on a tie the one that starts
@@ -68,13 +75,15 @@ export function defaultMarker(snapshot: Snapshot, device = 0): string | null {
 
 export function findLeaks(snapshot: Snapshot, options?: LeakOptions): LeakReport {
   const s = snapshotArg(snapshot);
-  options = checkOptions<LeakOptions>('leak options', options, ['device', 'marker', 'minSteps', 'depth']);
+  options = checkOptions<LeakOptions>('leak options', options, ['device', 'marker', 'minSteps', 'depth', 'host']);
+  const host = options.host === undefined ? false : checkBoolean('options.host', options.host);
   const device = options.device === undefined ? 0 : deviceArg(options.device, 'options.device');
   const minSteps = options.minSteps === undefined ? 2 : checkInteger('options.minSteps', options.minSteps, 0, 2 ** 31 - 1);
   const depth = depthArg(options.depth) ?? 3;
   if (options.marker !== undefined) checkString('options.marker', options.marker);
   const marker = options.marker ?? defaultMarker(s, device);
-  const order = orderKeyOf(s, device);
+  // Host entries carry no seq: they and the markers are ordered by time_us, one clock for both.
+  const order: OrderKey = host ? (e) => e.time_us : orderKeyOf(s, device);
   const starts = marker === null ? [] : (regionWindows(s.external_annotations ?? [], device, order).get(marker) ?? [])
     .map(([from]) => from).sort((x, y) => x - y);
   if (marker !== null && options.marker !== undefined && starts.length === 0) {
@@ -97,7 +106,7 @@ export function findLeaks(snapshot: Snapshot, options?: LeakOptions): LeakReport
   // Not the timeline engine's live set: a leak is what the program never freed, so a free
   // request ends it even while the memory waits for another stream.
   const live = new Map<number, TraceEntry>();
-  const trace: TraceEntry[] = s.device_traces[device] ?? [];
+  const trace: TraceEntry[] = (host ? s.host_traces : s.device_traces[device]) ?? [];
   for (const e of trace) {
     if (e.addr === undefined) continue;
     if (e.action === 'alloc') live.set(e.addr, e);
@@ -129,8 +138,8 @@ export function findLeaks(snapshot: Snapshot, options?: LeakOptions): LeakReport
   // Live blocks of the final state that no alloc in the history explains.
   let olderCount = 0;
   let olderBytes = 0;
-  for (const seg of s.segments) {
-    if (seg.device !== device) continue;
+  for (const seg of host ? s.host_segments ?? [] : s.segments) {
+    if (!host && seg.device !== device) continue;
     for (const b of seg.blocks) {
       if (b.state === 'active_allocated' && !live.has(b.address)) {
         olderCount++;
@@ -143,7 +152,7 @@ export function findLeaks(snapshot: Snapshot, options?: LeakOptions): LeakReport
   }));
   out.sort((x, y) => Number(y.growing) - Number(x.growing) || y.bytes - x.bytes || x.key.localeCompare(y.key));
   return {
-    device, marker, steps: finalStep, survivors: { count, bytes }, groups: out,
+    device, host, marker, steps: finalStep, survivors: { count, bytes }, groups: out,
     olderThanHistory: { count: olderCount, bytes: olderBytes },
   };
 }

@@ -30,6 +30,14 @@ export interface DeviceSummary {
   traceSpanMs: number;
 }
 
+/** The device number summaries and reports give pinned host memory, as PyTorch's host segments do. */
+export const HOST_DEVICE = -1;
+
+/**
+ * One summary per device, and one for pinned host memory (device -1, last) when the snapshot
+ * has host history (PyTorch 2.14's host_segments / host_traces): there "reserved" is the
+ * pinned memory the host allocator holds, "allocated" what is handed out.
+ */
 export function summarize(snapshot: Snapshot): DeviceSummary[] {
   snapshot = snapshotArg(snapshot);
   const devices = new Set<number>(snapshot.segments.map((s) => s.device));
@@ -50,7 +58,32 @@ export function summarize(snapshot: Snapshot): DeviceSummary[] {
       }
     }
     return summary;
-  });
+  }).concat(hostSummary(snapshot));
+}
+
+function hostSummary(snapshot: Snapshot): DeviceSummary[] {
+  const segs = snapshot.host_segments ?? [];
+  const traces = snapshot.host_traces ?? [];
+  if (segs.length === 0 && traces.length === 0) return [];
+  const summary = summarizeDevice(HOST_DEVICE, segs, traces);
+  // Host blocks are never split: the largest cached one is the largest free block.
+  let free = 0;
+  for (const s of segs) {
+    for (const b of s.blocks) {
+      if (b.state !== 'inactive') continue;
+      free += b.size;
+      summary.largestFreeBlock = Math.max(summary.largestFreeBlock, b.size);
+    }
+  }
+  summary.externalFragmentation = free > 0 ? 1 - summary.largestFreeBlock / free : 0;
+  let growth = 0;
+  for (const e of traces) growth += segmentDelta(e);
+  let pinned = summary.reserved - growth;
+  for (const e of traces) {
+    pinned += segmentDelta(e);
+    if (pinned > summary.peakReserved) summary.peakReserved = pinned;
+  }
+  return [summary];
 }
 
 function summarizeDevice(device: number, segs: Segment[], traces: TraceEntry[], frag?: FragmentationReport): DeviceSummary {

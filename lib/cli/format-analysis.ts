@@ -73,11 +73,12 @@ export function renderDiff(a: string, b: string, d: SnapshotDiff, top: number): 
 
 export function renderLeaks(r: LeakReport, top: number, minSteps: number): string {
   const out: string[] = [];
+  const where = r.host ? 'pinned host memory' : `device ${r.device}`;
   if (r.marker === null) {
-    out.push(`device ${r.device}: no step markers in the history, so every allocation it made that is still ` +
+    out.push(`${where}: no step markers in the history, so every allocation it made that is still ` +
       'live is listed (mark steps with memory.annotate(\'step\', fn) to find what outlives them)');
   } else {
-    out.push(`device ${r.device}: ${r.steps} steps marked by '${r.marker}'; allocations still live ` +
+    out.push(`${where}: ${r.steps} steps marked by '${r.marker}'; allocations still live ` +
       `${minSteps} or more steps after the step that made them:`);
   }
   out.push(`  ${r.survivors.count} allocations, ${humanBytes(r.survivors.bytes)}; ` +

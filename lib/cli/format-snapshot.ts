@@ -1,6 +1,6 @@
 // Text renderings of a snapshot for the CLI.
 import { humanBytes } from '../format.js';
-import type { DeviceSummary } from '../analysis/summary.js';
+import { HOST_DEVICE, type DeviceSummary } from '../analysis/summary.js';
 import { topFrame } from '../analysis/frames.js';
 import type { Snapshot, TraceEntry } from '../snapshot/types.js';
 
@@ -13,7 +13,7 @@ export function renderSummaryTable(files: { path: string; devices: DeviceSummary
   for (const f of files) {
     if (f.devices.length === 0) rows.push([f.path, '-', '0 B', '0 B', '0 B', '0 B', '0 B', '-', '0']);
     for (const s of f.devices) {
-      rows.push([f.path, String(s.device), humanBytes(s.reserved), humanBytes(s.peakReserved), humanBytes(s.allocated),
+      rows.push([f.path, s.device === HOST_DEVICE ? 'host' : String(s.device), humanBytes(s.reserved), humanBytes(s.peakReserved), humanBytes(s.allocated),
         humanBytes(s.cached), humanBytes(s.largestFreeBlock), `${(100 * s.externalFragmentation).toFixed(1)}%`, String(s.ooms)]);
     }
   }
@@ -26,6 +26,10 @@ export function renderSnapshotSummary(path: string, summaries: DeviceSummary[], 
   const out: string[] = [`${path}`];
   if (summaries.length === 0) out.push('  no segments and no history');
   for (const s of summaries) {
+    if (s.device === HOST_DEVICE) {
+      out.push(...hostSummaryLines(s));
+      continue;
+    }
     const pct = (n: number) => (s.reserved ? ` (${((100 * n) / s.reserved).toFixed(1)}% of reserved)` : '');
     out.push(`device ${s.device}: ${s.segments} segments`);
     out.push(`  reserved   ${humanBytes(s.reserved).padStart(12)}   held from the device by the allocator: what nvidia-smi shows (plus the CUDA context)`);
@@ -48,6 +52,22 @@ export function renderSnapshotSummary(path: string, summaries: DeviceSummary[], 
     out.push(`allocator settings: ${conf ? String(conf) : '(defaults)'}`);
   }
   return `${out.join('\n')}\n`;
+}
+
+// Pinned host memory (PyTorch 2.14's host history): what the host allocator holds.
+function hostSummaryLines(s: DeviceSummary): string[] {
+  const out = [`pinned host memory: ${s.segments} blocks`];
+  out.push(`  pinned     ${humanBytes(s.reserved).padStart(12)}   page-locked memory the host allocator holds (counts against ulimit -l)`);
+  if (s.peakReserved > s.reserved) out.push(`  peak       ${humanBytes(s.peakReserved).padStart(12)}   the most pinned during the recorded history`);
+  out.push(`  in use     ${humanBytes(s.allocated).padStart(12)}   handed out (cuda.allocHost, pin_memory())`);
+  out.push(`  waiting    ${humanBytes(s.active - s.allocated).padStart(12)}   freed, waiting for the copies that use them`);
+  out.push(`  cached     ${humanBytes(s.cached).padStart(12)}   free for reuse; empty_host_cache() returns it`);
+  out.push(`  blocks: ${Object.entries(s.blocksByState).map(([k, v]) => `${v} ${k}`).join(', ') || 'none'}`);
+  if (s.traceEntries > 0) {
+    out.push(`  history: ${s.traceEntries} entries over ${s.traceSpanMs.toFixed(1)} ms: ` +
+      Object.entries(s.traceByAction).map(([k, v]) => `${v} ${k}`).join(', '));
+  }
+  return out;
 }
 
 export function renderSegments(snapshot: Snapshot): string {
@@ -92,12 +112,14 @@ export interface TraceOptions {
   device: number;
   limit: number;
   skip: number;
+  /** The pinned host memory's history (host_traces) instead of a device's. */
+  host?: boolean;
 }
 
 export function renderTrace(snapshot: Snapshot, o: TraceOptions): string {
-  const traces: TraceEntry[] = snapshot.device_traces[o.device] ?? [];
+  const traces: TraceEntry[] = (o.host ? snapshot.host_traces : snapshot.device_traces[o.device]) ?? [];
   const t0 = traces.length ? traces[0]!.time_us : 0;
-  const lines = [`device ${o.device}: ${traces.length} entries${o.skip || o.limit < traces.length ? ` (showing ${o.skip}..${Math.min(traces.length, o.skip + o.limit) - 1})` : ''}`];
+  const lines = [`${o.host ? 'pinned host memory' : `device ${o.device}`}: ${traces.length} entries${o.skip || o.limit < traces.length ? ` (showing ${o.skip}..${Math.min(traces.length, o.skip + o.limit) - 1})` : ''}`];
   for (let i = o.skip; i < Math.min(traces.length, o.skip + o.limit); i++) {
     const e = traces[i]!;
     const top = topFrame(e.frames);

@@ -92,7 +92,8 @@ program
   .option('-d, --device <n>', 'device', integer('--device', 0), 0)
   .option('-n, --limit <n>', 'entries to show', integer('--limit', 1), 100)
   .option('-s, --skip <n>', 'entries to skip', integer('--skip', 0), 0)
-  .action((file: string, opts: { device: number; limit: number; skip: number }) => {
+  .option('--host', 'the pinned host memory\'s history (record_pinned_host_memory) instead of a device\'s')
+  .action((file: string, opts: { device: number; limit: number; skip: number; host?: boolean }) => {
     process.stdout.write(renderTrace(load(file), opts));
   });
 
@@ -132,9 +133,10 @@ program
   .option('--min-steps <n>', 'step markers an allocation must outlive', integer('--min-steps', 1), 2)
   .option('--depth <n>', 'stack frames per group', integer('--depth', 1), 3)
   .option('-t, --top <n>', 'stacks to show', integer('--top', 1), 10)
+  .option('--host', 'pinned host memory (record_pinned_host_memory), its steps marked by --device\'s annotations')
   .option('--json', 'print the report as JSON')
-  .action((file: string, opts: { device: number; marker?: string; minSteps: number; depth: number; top: number; json?: boolean }) => {
-    const r = findLeaks(load(file), { device: opts.device, marker: opts.marker, minSteps: opts.minSteps, depth: opts.depth });
+  .action((file: string, opts: { device: number; marker?: string; minSteps: number; depth: number; top: number; host?: boolean; json?: boolean }) => {
+    const r = findLeaks(load(file), { device: opts.device, marker: opts.marker, minSteps: opts.minSteps, depth: opts.depth, host: opts.host === true });
     process.stdout.write(opts.json ? json(r) : renderLeaks(r, opts.top, opts.minSteps));
   });
 

@@ -5,6 +5,7 @@ import { ArgumentTypeError, InvalidArgumentError } from '../errors.js';
 import { checkBoolean, checkInteger, checkOptions, describe, rangeError, typeError } from '../validate.js';
 import { resolveDevice } from '../device.js';
 import { stacks } from './stack-store.js';
+import { forgetHostHistorySettings, setHostHistory } from './host-history.js';
 
 export type HistoryEnabled = 'all' | 'state' | null;
 export type HistoryContext = 'state' | 'alloc' | 'all' | null;
@@ -36,14 +37,24 @@ export interface RecordHistoryOptions {
   /** PyTorch's Python-only options: checked as booleans and ignored. */
   compile_context?: boolean;
   global_record_annotations?: boolean;
-  /** Only the values that change nothing: history records device memory, not pinned host memory. */
-  record_cuda?: true;
-  record_pinned_host_memory?: false;
+  /**
+   * Also start, change or stop the history of pinned host memory (cuda.allocHost), written
+   * to the snapshot's `host_segments` and `host_traces` (PyTorch 2.14's option). Host
+   * history changes only in a call that passes true: `_record_memory_history(null)` alone
+   * leaves it as it was, as in PyTorch; pass `{ enabled: null, record_pinned_host_memory: true }`
+   * to stop it. Default false.
+   */
+  recordPinnedHostMemory?: boolean;
+  /** false: leave device history as it is (with recordPinnedHostMemory: host memory only). Default true. */
+  recordCuda?: boolean;
+  /** PyTorch's spellings of recordPinnedHostMemory and recordCuda. */
+  record_pinned_host_memory?: boolean;
+  record_cuda?: boolean;
 }
 
 const OPTION_KEYS = [
   'enabled', 'context', 'stacks', 'maxEntries', 'device', 'clearHistory', 'skipActions', 'stackSampleRate', 'stackDepth',
-  'keepNodeFrames',
+  'keepNodeFrames', 'recordPinnedHostMemory', 'recordCuda',
 ] as const;
 
 /**
@@ -53,6 +64,7 @@ const OPTION_KEYS = [
  */
 const PYTORCH_SPELLINGS: Record<string, (typeof OPTION_KEYS)[number]> = {
   max_entries: 'maxEntries', clear_history: 'clearHistory', skip_actions: 'skipActions',
+  record_pinned_host_memory: 'recordPinnedHostMemory', record_cuda: 'recordCuda',
 };
 
 /**
@@ -62,29 +74,31 @@ const PYTORCH_SPELLINGS: Record<string, (typeof OPTION_KEYS)[number]> = {
  */
 const PYTHON_ONLY = ['compile_context', 'global_record_annotations'] as const;
 
-/**
- * PyTorch's options about host memory, accepted at the value that changes nothing here:
- * history records device memory (record_cuda: true), and pinned host memory is not in the
- * history yet (record_pinned_host_memory: false; PyTorch 2.11's snapshot format for it is
- * not published, see docs/history-and-snapshots.md).
- */
-const HOST_HISTORY = { record_cuda: true, record_pinned_host_memory: false } as const;
-
-/** Checks a Python-only or host-history key's value; false for any other key. */
+/** Checks a Python-only key's value; false for any other key. */
 function ignoredPyTorchKey(key: string, value: unknown): boolean {
-  if ((PYTHON_ONLY as readonly string[]).includes(key)) {
-    if (value !== undefined) checkBoolean(key, value);
-    return true;
-  }
-  if (!Object.hasOwn(HOST_HISTORY, key)) return false;
-  if (value !== undefined && checkBoolean(key, value) !== HOST_HISTORY[key as keyof typeof HOST_HISTORY]) {
+  if (!(PYTHON_ONLY as readonly string[]).includes(key)) return false;
+  if (value !== undefined) checkBoolean(key, value);
+  return true;
+}
+
+/** Which histories a call sets: the device's (unless recordCuda is false), the host's (if asked). */
+interface Targets {
+  cuda: boolean;
+  host: boolean;
+}
+
+function targetsOf(recordCuda: unknown, recordHost: unknown, names: [string, string]): Targets {
+  const cuda = recordCuda === undefined ? true : checkBoolean(names[0], recordCuda);
+  const host = recordHost === undefined ? false : checkBoolean(names[1], recordHost);
+  if (!cuda && !host) {
+    // Named in the spelling the caller used for record_cuda.
+    const hostName = recordHost === undefined && names[0] === 'record_cuda' ? 'record_pinned_host_memory' : names[1];
     throw new InvalidArgumentError(
-      `${key}: ${String(value)} is not supported: history records device memory only (record_cuda: true, ` +
-        'record_pinned_host_memory: false); pinned host memory is in memory.host_memory_stats()',
-      'ERR_CCA_NOT_SUPPORTED',
+      `${names[0]}: false with ${hostName} not true records nothing; pass ${hostName}: true to record pinned host memory only`,
+      'ERR_INVALID_ARG_VALUE',
     );
   }
-  return true;
+  return { cuda, host };
 }
 
 /**
@@ -154,12 +168,13 @@ export function recordMemoryHistory(enabledOrOptions?: HistoryEnabled | boolean 
   const skipMask = actionMask(o.skipActions, name('skipActions'));
   const clear = o.clearHistory === undefined ? false : checkBoolean(name('clearHistory'), o.clearHistory);
   const keepNode = o.keepNodeFrames === undefined ? undefined : checkBoolean('keepNodeFrames', o.keepNodeFrames);
+  const targets = targetsOf(o.recordCuda, o.recordPinnedHostMemory, [name('recordCuda'), name('recordPinnedHostMemory')]);
   // Settings apply to every device, as in PyTorch; a device given must still be one.
   resolveDevice(o.device, 'device');
   // Everything is checked: only now does anything change.
   if (depth !== undefined) stacks.depth = depth;
   if (keepNode !== undefined) stacks.keepNodeFrames = keepNode;
-  apply(enabled !== null, enabled === null ? 0 : CONTEXT_LEVEL[context ?? ''] ?? 0, maxEntries, skipMask, clear, rate);
+  apply(enabled !== null, enabled === null ? 0 : CONTEXT_LEVEL[context ?? ''] ?? 0, maxEntries, skipMask, clear, rate, targets);
 }
 
 const optionalBoolean = (o: Record<string, unknown>, key: string, fallback: boolean): boolean =>
@@ -167,7 +182,7 @@ const optionalBoolean = (o: Record<string, unknown>, key: string, fallback: bool
 
 function recordLegacy(enabled: boolean, o: Record<string, unknown>): void {
   const known = ['record_context', 'trace_alloc_max_entries', 'trace_alloc_record_context', 'device', 'record_context_cpp', 'clear_history',
-    'skip_actions', ...PYTHON_ONLY, ...Object.keys(HOST_HISTORY)];
+    'skip_actions', 'record_pinned_host_memory', 'record_cuda', ...PYTHON_ONLY];
   checkOptions('legacy options', o, known);
   for (const [key, value] of Object.entries(o)) ignoredPyTorchKey(key, value);
   const recordContext = optionalBoolean(o, 'record_context', true);
@@ -176,9 +191,10 @@ function recordLegacy(enabled: boolean, o: Record<string, unknown>): void {
   const clear = optionalBoolean(o, 'clear_history', false);
   const max = o.trace_alloc_max_entries === undefined ? 1 : checkInteger('trace_alloc_max_entries', o.trace_alloc_max_entries, 0, Number.MAX_SAFE_INTEGER);
   const skipMask = actionMask(o.skip_actions, 'skip_actions');
+  const targets = targetsOf(o.record_cuda, o.record_pinned_host_memory, ['record_cuda', 'record_pinned_host_memory']);
   resolveDevice(o.device, 'device');
   const level = !enabled ? 0 : allocContext ? 2 : recordContext ? 1 : 0;
-  apply(enabled, level, max, skipMask, clear, 1);
+  apply(enabled, level, max, skipMask, clear, 1, targets);
 }
 
 /** The bit mask (1 << index in traceActionNames()) of a list of action names. */
@@ -197,9 +213,13 @@ export function actionMask(actions: unknown, name: string): number {
   return mask;
 }
 
-function apply(enabled: boolean, level: number, maxEntries: number, skipMask: number, clear: boolean, rate: number): void {
-  native.setHistory(enabled, level, maxEntries, skipMask, clear);
-  setCapture(enabled, level, maxEntries, clear, rate);
+function apply(enabled: boolean, level: number, maxEntries: number, skipMask: number, clear: boolean, rate: number,
+  targets: Targets): void {
+  if (targets.cuda) {
+    native.setHistory(enabled, level, maxEntries, skipMask, clear);
+    setCapture(enabled, level, maxEntries, clear, rate);
+  }
+  if (targets.host) setHostHistory(enabled, level, maxEntries, clear);
   if (!enabled) stacks.compact();
 }
 
@@ -225,6 +245,7 @@ export function onHistoryCleared(hook: () => void): void {
 /** @internal The runtime was replaced (cuda.sim.configure/isolate): its history starts off. */
 export function forgetHistorySettings(): void {
   setCapture(false, 0, 0, false, 1);
+  forgetHostHistorySettings();
 }
 
 /** Whether this event gets a stack, honouring the sample rate. Hot path. */

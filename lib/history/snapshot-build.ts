@@ -6,6 +6,7 @@ import { deviceCount } from '../device.js';
 import { CLIENT_TAG_BASE, stacks, tags } from './stack-store.js';
 import { capture } from './record.js';
 import { annotations } from './annotations.js';
+import { hostSnapshot } from './host-history.js';
 import { isGraphOwnedPool, poolTupleOf } from '../snapshot/pool-id.js';
 import { LazyList } from '../snapshot/lazy-list.js';
 import type { JsonBytes } from '../snapshot/json-bytes.js';
@@ -190,7 +191,8 @@ export function segmentsOf(options: SnapshotOptions, devices = allDevices()): Se
   return out;
 }
 
-/** The whole dict: segments, device_traces, allocator_settings, external_annotations. */
+/** The whole dict: segments, device_traces, allocator_settings, external_annotations, and
+ *  host_segments, host_traces (pinned host memory's history: empty lists while it is off). */
 export function fullSnapshot(options: SnapshotOptions = {}): Snapshot {
   const segments: Segment[] = [];
   const device_traces: TraceEntry[][] = [];
@@ -229,6 +231,7 @@ export function fullSnapshot(options: SnapshotOptions = {}): Snapshot {
       trace_alloc_overflowed: overflowed,
     },
     external_annotations: includeTraces ? annotations() : [],
+    ...hostSnapshot(includeTraces),
   };
 }
 

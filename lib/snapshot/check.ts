@@ -97,9 +97,11 @@ class Checker {
     this.framesSeen.add(frames);
   }
 
-  segment(v: unknown, path: string): void {
+  /** `host`: a host segment, whose device PyTorch writes as -1. */
+  segment(v: unknown, path: string, host = false): void {
     const s = this.object(v, path);
-    this.int(s, 'device', path);
+    if (host && s.device !== -1) this.fail(`${path}.device`, '-1 (a host segment)', s.device);
+    else if (!host) this.int(s, 'device', path);
     this.extent(s, path);
     this.int(s, 'stream', path);
     this.oneOf(s, 'segment_type', path, SEGMENT_TYPES);
@@ -168,6 +170,15 @@ class Checker {
     if (top.external_annotations !== undefined && top.external_annotations !== null) {
       const notes = this.list(top.external_annotations, 'external_annotations');
       for (let i = 0; i < notes.length; i++) this.annotation(notes[i], `external_annotations[${i}]`);
+    }
+    // PyTorch 2.14 writes both host keys always (empty lists while host history is off).
+    if (top.host_segments !== undefined && top.host_segments !== null) {
+      const host = this.list(top.host_segments, 'host_segments');
+      for (let i = 0; i < host.length; i++) this.segment(host[i], `host_segments[${i}]`, true);
+    }
+    if (top.host_traces !== undefined && top.host_traces !== null) {
+      const list = this.list(top.host_traces, 'host_traces');
+      for (let i = 0; i < list.length; i++) this.traceEntry(list[i], `host_traces[${i}]`);
     }
     if (top.allocator_settings !== undefined && top.allocator_settings !== null) {
       this.object(top.allocator_settings, 'allocator_settings');

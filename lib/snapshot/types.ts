@@ -76,4 +76,9 @@ export interface Snapshot {
   device_traces: TraceEntry[][];
   allocator_settings?: Record<string, unknown>;
   external_annotations?: Annotation[];
+  /** Pinned host memory (PyTorch 2.14's record_pinned_host_memory): one segment of one
+   *  block per pinned block, device -1. Empty while host history is off; absent in older files. */
+  host_segments?: Segment[];
+  /** Pinned host memory's history, one list (stream 0, pool (0, 0), no seq). */
+  host_traces?: TraceEntry[];
 }

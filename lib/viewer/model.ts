@@ -7,6 +7,7 @@ import { timeline } from '../analysis/timeline.js';
 import { poolTimeline } from '../analysis/pool-timeline.js';
 import { regionWindows } from '../analysis/diff.js';
 import { orderKeyOf, type OrderKey } from '../analysis/order.js';
+import { HOST_DEVICE } from '../analysis/summary.js';
 
 export const ACTIONS: TraceAction[] = [
   'alloc', 'free_requested', 'free_completed', 'segment_alloc', 'segment_free', 'segment_map', 'segment_unmap',
@@ -117,6 +118,63 @@ class Interner<T> {
   }
 }
 
+interface ViewContext {
+  stackId: (frames: Frame[] | undefined) => number;
+  tags: Interner<string>;
+  regionNames: Interner<string>;
+}
+
+/** One device's view: its events as arrays, its timeline, starting state and final segments. */
+function deviceView(s: Snapshot, device: number, { stackId, tags, regionNames }: ViewContext): ViewerDevice {
+  const trace = s.device_traces[device] ?? [];
+  const n = trace.length;
+  const action = new Uint8Array(n);
+  const addr = new Float64Array(n);
+  const size = new Float64Array(n);
+  const time = new Float64Array(n);
+  const stack = new Int32Array(n);
+  const tag = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const e = trace[i]!;
+    const code = ACTIONS.indexOf(e.action);
+    action[i] = code < 0 ? ACTIONS.length : code;  // an action newer than this viewer: shown, never replayed
+    addr[i] = e.action === 'oom' ? (e.device_free ?? 0) : (e.addr ?? 0);
+    size[i] = e.size;
+    time[i] = e.time_us;
+    stack[i] = stackId(e.frames);
+    tag[i] = e.user_metadata ? tags.id(e.user_metadata) : -1;
+  }
+  const t = timeline(s, device);
+  const pt = poolTimeline(s, device);
+  const finalStacks = new Map<number, number>();
+  const segments = s.segments.filter((g) => g.device === device).map((g): ViewerSegment => ({
+    address: g.address,
+    total: g.total_size,
+    stream: g.stream,
+    type: g.segment_type,
+    blocks: g.blocks.map((b) => {
+      const sid = stackId(b.frames);
+      finalStacks.set(b.address, sid);
+      const state = BLOCK_STATES.indexOf(b.state);
+      return [b.address, b.size, state < 0 ? BLOCK_STATES.length - 1 : state, b.requested_size ?? 0, sid];
+    }),
+  }));
+  return {
+    device, count: n,
+    action: b64(action), addr: b64(addr), size: b64(size), time: b64(time), stack: b64(stack), tag: b64(tag),
+    allocated: b64(t.allocated), reserved: b64(t.reserved),
+    allocatedAtStart: t.allocatedAtStart, reservedAtStart: t.reservedAtStart,
+    initial: [...t.initialLive].map(([a, l]) => [a, l.size, finalStacks.get(a) ?? -1]),
+    regions: regionSpans(s, device, regionNames),
+    segments,
+    pool: pt.pools.length ? b64(pt.poolOf) : '',
+    pools: pt.pools.map((p) => ({
+      id: p.id, at: b64(p.at), allocated: b64(p.allocated), reserved: b64(p.reserved),
+      allocatedAtStart: p.allocatedAtStart, reservedAtStart: p.reservedAtStart, peakReserved: p.peakReserved,
+    })),
+  };
+}
+
 export function viewerData(s: Snapshot, title: string): ViewerData {
   const stacks = new Interner<string[]>((v) => v.join('\n'));
   const tags = new Interner<string>((v) => v);
@@ -137,55 +195,16 @@ export function viewerData(s: Snapshot, title: string): ViewerData {
   s.device_traces.forEach((t, i) => {
     if (t.length > 0) deviceIds.add(i);
   });
-  const devices = [...deviceIds].sort((a, b) => a - b).map((device): ViewerDevice => {
-    const trace = s.device_traces[device] ?? [];
-    const n = trace.length;
-    const action = new Uint8Array(n);
-    const addr = new Float64Array(n);
-    const size = new Float64Array(n);
-    const time = new Float64Array(n);
-    const stack = new Int32Array(n);
-    const tag = new Int32Array(n);
-    for (let i = 0; i < n; i++) {
-      const e = trace[i]!;
-      const code = ACTIONS.indexOf(e.action);
-      action[i] = code < 0 ? ACTIONS.length : code;  // an action newer than this viewer: shown, never replayed
-      addr[i] = e.action === 'oom' ? (e.device_free ?? 0) : (e.addr ?? 0);
-      size[i] = e.size;
-      time[i] = e.time_us;
-      stack[i] = stackId(e.frames);
-      tag[i] = e.user_metadata ? tags.id(e.user_metadata) : -1;
-    }
-    const t = timeline(s, device);
-    const pt = poolTimeline(s, device);
-    const finalStacks = new Map<number, number>();
-    const segments = s.segments.filter((g) => g.device === device).map((g): ViewerSegment => ({
-      address: g.address,
-      total: g.total_size,
-      stream: g.stream,
-      type: g.segment_type,
-      blocks: g.blocks.map((b) => {
-        const sid = stackId(b.frames);
-        finalStacks.set(b.address, sid);
-        const state = BLOCK_STATES.indexOf(b.state);
-        return [b.address, b.size, state < 0 ? BLOCK_STATES.length - 1 : state, b.requested_size ?? 0, sid];
-      }),
-    }));
-    return {
-      device, count: n,
-      action: b64(action), addr: b64(addr), size: b64(size), time: b64(time), stack: b64(stack), tag: b64(tag),
-      allocated: b64(t.allocated), reserved: b64(t.reserved),
-      allocatedAtStart: t.allocatedAtStart, reservedAtStart: t.reservedAtStart,
-      initial: [...t.initialLive].map(([a, l]) => [a, l.size, finalStacks.get(a) ?? -1]),
-      regions: regionSpans(s, device, regionNames),
-      segments,
-      pool: pt.pools.length ? b64(pt.poolOf) : '',
-      pools: pt.pools.map((p) => ({
-        id: p.id, at: b64(p.at), allocated: b64(p.allocated), reserved: b64(p.reserved),
-        allocatedAtStart: p.allocatedAtStart, reservedAtStart: p.reservedAtStart, peakReserved: p.peakReserved,
-      })),
-    };
-  });
+  const ctx: ViewContext = { stackId, tags, regionNames };
+  const devices = [...deviceIds].sort((a, b) => a - b).map((device) => deviceView(s, device, ctx));
+  // Pinned host memory (PyTorch 2.14's host history) as one more view, numbered -1 as PyTorch
+  // numbers host segments: the same engine over its one list of entries and its blocks.
+  const hostSegments = s.host_segments ?? [];
+  const hostTraces = s.host_traces ?? [];
+  if (hostSegments.length > 0 || hostTraces.length > 0) {
+    const host: Snapshot = { segments: hostSegments.map((g) => ({ ...g, device: 0 })), device_traces: [hostTraces] };
+    devices.push({ ...deviceView(host, 0, ctx), device: HOST_DEVICE, regions: [] });
+  }
   return {
     title, actions: [...ACTIONS, 'other'], blockStates: BLOCK_STATES, stacks: stacks.list, tags: tags.list, devices,
     regionNames: regionNames.list,

@@ -284,7 +284,9 @@ function main(): void {
   document.title = `${data.title}: memory`;
   byId('title').textContent = data.title;
   const deviceSelect = byId<HTMLSelectElement>('device');
-  devices.forEach((d, k) => deviceSelect.add(new Option(`device ${d.raw.device} (${d.n} events)`, String(k))));
+  // Device -1 is pinned host memory (PyTorch 2.14's host_segments / host_traces).
+  const label = (n: number): string => (n === -1 ? 'pinned host memory' : `device ${n}`);
+  devices.forEach((d, k) => deviceSelect.add(new Option(`${label(d.raw.device)} (${d.n} events)`, String(k))));
   // Like memory_viz: start on the device with the longest history.
   const dev = devices.reduce((best, d) => (d.n > best.n ? d : best), devices[0]!);
   deviceSelect.value = String(devices.indexOf(dev));

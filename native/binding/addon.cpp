@@ -13,6 +13,7 @@
 #include "blas_functions.h"
 #include "launch_functions.h"
 #include "host_functions.h"
+#include "host_history_functions.h"
 #include "mem_pool_functions.h"
 #include "memory_functions.h"
 #include "replay_functions.h"
@@ -36,6 +37,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   cca::binding::register_event_functions(env, exports);
   cca::binding::register_compiler_functions(env, exports);
   cca::binding::register_host_functions(env, exports);
+  cca::binding::register_host_history_functions(env, exports);
   cca::binding::register_interop_functions(env, exports);
   cca::binding::register_graph_functions(env, exports);
   cca::binding::register_blas_functions(env, exports);

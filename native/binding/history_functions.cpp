@@ -154,6 +154,7 @@ Napi::Value ReferencedStacks(const Napi::CallbackInfo& info) {
     auto ids = LedgerReads(r.allocator(d)).referenced_stacks();
     all.insert(all.end(), ids.begin(), ids.end());
   }
+  r.host().append_stacks(all);
   Napi::Uint32Array out = Napi::Uint32Array::New(env, all.size());
   std::copy(all.begin(), all.end(), out.Data());
   return out;

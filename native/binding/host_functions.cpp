@@ -79,22 +79,32 @@ Napi::Value EmptyHostCache(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// hostAlloc(size) -> ArrayBuffer over the pinned block (size bytes of it)
+// Argument i as a stack id; 0 when absent (history keeps no stack for the call).
+std::uint32_t stack_arg(const Napi::CallbackInfo& info, std::size_t i) {
+  if (info.Length() <= i || info[i].IsUndefined()) return 0;
+  const std::uint64_t id = u64_arg(info, i, "stackId");
+  if (id > 0xffffffffu) throw InvalidArgumentError("stackId must fit 32 bits", "ERR_INVALID_ARG_VALUE");
+  return static_cast<std::uint32_t>(id);
+}
+
+// hostAlloc(size, stackId?) -> ArrayBuffer over the pinned block (size bytes of it)
 Napi::Value HostAlloc(const Napi::CallbackInfo& info) {
   const std::uint64_t size = u64_arg(info, 0, "size");
+  const std::uint32_t stack = stack_arg(info, 1);
   if (size == 0) return Napi::ArrayBuffer::New(info.Env(), 0);
-  void* p = runtime(info).host().allocate(size);
+  void* p = runtime(info).host().allocate(size, nullptr, stack);
   return Napi::ArrayBuffer::New(info.Env(), p, size);
 }
 
-// hostFree(buffer): gives the block back and detaches the ArrayBuffer.
+// hostFree(buffer, stackId?): gives the block back and detaches the ArrayBuffer.
 Napi::Value HostFree(const Napi::CallbackInfo& info) {
   if (info.Length() < 1 || !info[0].IsArrayBuffer()) {
     throw InvalidArgumentError("Expected the ArrayBuffer of a pinned block for buffer", "ERR_INVALID_ARG_TYPE");
   }
   Napi::ArrayBuffer buffer = info[0].As<Napi::ArrayBuffer>();
+  const std::uint32_t stack = stack_arg(info, 1);
   if (buffer.ByteLength() == 0) return info.Env().Undefined();
-  runtime(info).host().free(buffer.Data());  // throws, changing nothing, for anything not a live block
+  runtime(info).host().free(buffer.Data(), stack);  // throws, changing nothing, for anything not a live block
   buffer.Detach();
   return info.Env().Undefined();
 }

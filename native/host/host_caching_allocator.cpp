@@ -65,7 +65,7 @@ void HostCachingAllocator::throw_host_oom(std::size_t size, std::size_t block_si
                          info, "ERR_CCA_HOST_OUT_OF_MEMORY");
 }
 
-void* HostCachingAllocator::allocate(std::size_t size, std::size_t* rounded) {
+void* HostCachingAllocator::allocate(std::size_t size, std::size_t* rounded, std::uint32_t stack) {
   if (size == 0) return nullptr;
   if (size > (std::size_t{1} << 62)) {
     throw InvalidArgumentError("pinned host memory of " + format_size(size) + " is more than any machine has",
@@ -90,13 +90,16 @@ void* HostCachingAllocator::allocate(std::size_t size, std::size_t* rounded) {
       throw device_error(*devices_[0], "allocating " + format_size(block_size) + " of pinned host memory", s);
     }
     stats_.host_alloc_time.add(micros_since(t0));
-    b = new Block{static_cast<char*>(p), block_size, false, 0, {}};
+    b = new Block{static_cast<char*>(p), block_size, false, 0, {}, 0};
     blocks_.emplace(b->ptr, b);
+    history_.record(HostAction::kSegmentAlloc, b->ptr, b->size, 0);
     ++stats_.num_host_alloc;
     stats_.allocations.apply(1);
     stats_.allocated_bytes.apply(static_cast<std::int64_t>(block_size));
   }
   b->handed_out = true;
+  b->stack = history_.keeps_alloc_stacks() ? stack : 0;
+  history_.record(HostAction::kAlloc, b->ptr, b->size, b->stack);
   stats_.active_requests.apply(1);
   stats_.active_bytes.apply(static_cast<std::int64_t>(b->size));
   return b->ptr;
@@ -128,7 +131,7 @@ bool HostCachingAllocator::record_use(const void* ptr, std::size_t bytes, int de
   return true;
 }
 
-void HostCachingAllocator::free(void* ptr) {
+void HostCachingAllocator::free(void* ptr, std::uint32_t stack) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = blocks_.find(static_cast<const char*>(ptr));
   if (it == blocks_.end() || !it->second->handed_out) {
@@ -137,6 +140,8 @@ void HostCachingAllocator::free(void* ptr) {
   }
   Block* b = it->second;
   b->handed_out = false;
+  b->stack = 0;  // PyTorch forgets the allocation's context at free
+  history_.record(HostAction::kFreeRequested, b->ptr, b->size, history_.keeps_free_stacks() ? stack : 0);
   // Work queued on each stream that used the block may still read or write it: an event per
   // stream, and the block is reusable once all of them completed.
   std::vector<std::pair<int, StreamId>> uses = std::move(b->uses);
@@ -160,6 +165,7 @@ void HostCachingAllocator::free(void* ptr) {
 }
 
 void HostCachingAllocator::make_reusable_locked(Block* b) {
+  history_.record(HostAction::kFreeCompleted, b->ptr, b->size, 0);
   stats_.active_requests.apply(-1);
   stats_.active_bytes.apply(-static_cast<std::int64_t>(b->size));
   free_[b->size].push_back(b);
@@ -192,6 +198,7 @@ void HostCachingAllocator::release_locked(Block* b) {
   Status s = devices_[0]->host_free(b->ptr);
   stats_.host_free_time.add(micros_since(t0));
   if (s != Status::kOk) throw device_error(*devices_[0], "freeing pinned host memory", s);
+  history_.record(HostAction::kSegmentFree, b->ptr, b->size, 0);
   ++stats_.num_host_free;
   stats_.allocations.apply(-1);
   stats_.allocated_bytes.apply(-static_cast<std::int64_t>(b->size));
@@ -210,6 +217,37 @@ void HostCachingAllocator::empty_cache() {
     }
   }
   free_.clear();
+}
+
+void HostCachingAllocator::set_history(const HostHistoryOptions& options, bool clear) {
+  std::lock_guard<std::mutex> lock(mu_);
+  history_.set(options, clear);
+}
+
+bool HostCachingAllocator::history_enabled() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return history_.enabled();
+}
+
+void HostCachingAllocator::history_snapshot(std::vector<BlockRecord>& blocks, std::vector<HostTraceEntry>* traces) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  blocks.clear();
+  if (traces != nullptr) traces->clear();
+  if (!history_.enabled()) return;
+  blocks.reserve(blocks_.size());
+  for (const auto& [ptr, b] : blocks_) {
+    const int state = b->handed_out ? 1 : b->pending_events > 0 ? 2 : 0;
+    blocks.push_back(BlockRecord{reinterpret_cast<std::uintptr_t>(b->ptr), b->size, state, b->stack});
+  }
+  if (traces != nullptr) *traces = history_.entries();
+}
+
+void HostCachingAllocator::append_stacks(std::vector<std::uint32_t>& ids) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  history_.append_stacks(ids);
+  for (const auto& [ptr, b] : blocks_) {
+    if (b->stack != 0) ids.push_back(b->stack);
+  }
 }
 
 HostStats HostCachingAllocator::stats() const {

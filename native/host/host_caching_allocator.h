@@ -13,6 +13,7 @@
 
 #include "../common/stat.h"
 #include "../device/device.h"
+#include "host_history.h"
 
 namespace cca {
 
@@ -42,11 +43,14 @@ class HostCachingAllocator {
   HostCachingAllocator(const HostCachingAllocator&) = delete;
   HostCachingAllocator& operator=(const HostCachingAllocator&) = delete;
 
-  // A block of at least `size` bytes (nullptr for 0). OutOfMemoryError-like failures are
-  // thrown as DeviceError naming the size.
-  void* allocate(std::size_t size, std::size_t* rounded = nullptr);
+  // A block of at least `size` bytes (nullptr for 0). The system refusing page-locked memory
+  // is an OutOfMemoryError (ERR_CCA_HOST_OUT_OF_MEMORY); other failures a DeviceError.
+  // `stack`: the caller's stack id, kept with the block and its history entry while history
+  // keeps alloc stacks.
+  void* allocate(std::size_t size, std::size_t* rounded = nullptr, std::uint32_t stack = 0);
   // Returns a block handed out by allocate(); InvalidPointerError for anything else.
-  void free(void* ptr);
+  // `stack` goes on the free_requested entry while history keeps free stacks.
+  void free(void* ptr, std::uint32_t stack = 0);
   // Whether [ptr, ptr + bytes) lies inside one block handed out and not freed.
   bool contains(const void* ptr, std::size_t bytes) const;
   // Marks that block as used by work on `stream` of `device` (a copy queued there): its
@@ -54,6 +58,23 @@ class HostCachingAllocator {
   bool record_use(const void* ptr, std::size_t bytes, int device, StreamId stream);
   // Frees every cached block whose events completed.
   void empty_cache();
+
+  // History (PyTorch's record_pinned_host_memory): see host_history.h.
+  void set_history(const HostHistoryOptions& options, bool clear);
+  bool history_enabled() const;
+  // One live pinned block as a host segment of the snapshot: PyTorch writes one segment of
+  // one block per pinned block.
+  struct BlockRecord {
+    std::uint64_t address;
+    std::uint64_t size;
+    int state;  // 0 inactive, 1 active_allocated, 2 active_pending_free (the device's order)
+    std::uint32_t stack;
+  };
+  // Every block by address, and (when `traces` is set) the history's entries, oldest first;
+  // both empty while history is off.
+  void history_snapshot(std::vector<BlockRecord>& blocks, std::vector<HostTraceEntry>* traces) const;
+  // Stack ids the history and live blocks still name.
+  void append_stacks(std::vector<std::uint32_t>& ids) const;
 
   HostStats stats() const;
   void reset_peak_stats();
@@ -66,6 +87,7 @@ class HostCachingAllocator {
     bool handed_out = false;
     int pending_events = 0;
     std::vector<std::pair<int, StreamId>> uses;
+    std::uint32_t stack = 0;  // the allocating call's, while handed out and history keeps it
   };
   struct PendingEvent {
     int device;
@@ -84,6 +106,7 @@ class HostCachingAllocator {
   std::map<std::size_t, std::vector<Block*>> free_;  // ready blocks by size
   std::vector<PendingEvent> pending_;
   HostStats stats_;
+  HostHistory history_;
 };
 
 }  // namespace cca

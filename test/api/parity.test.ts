@@ -33,12 +33,13 @@ describe('_record_memory_history in PyTorch\'s spelling', () => {
     expect(() => memory._record_memory_history({ enabled: 'all', compile_context: 'yes' as never })).toThrow(/compile_context/);
   });
 
-  it('refuses what it cannot do, with a code that says so', () => {
+  it('refuses a call that would record nothing, with a code that says so, changing nothing', () => {
     memory._record_memory_history({ enabled: 'all', maxEntries: 7 });
-    for (const o of [{ record_pinned_host_memory: true }, { record_cuda: false }]) {
-      const e = (() => { try { memory._record_memory_history({ enabled: 'all', ...o } as never); } catch (err) { return err; } })();
+    for (const o of [{ record_cuda: false }, { recordCuda: false, recordPinnedHostMemory: false }]) {
+      const e = (() => { try { memory._record_memory_history({ enabled: 'all', maxEntries: 9, ...o } as never); } catch (err) { return err; } })();
       expect(e).toBeInstanceOf(InvalidArgumentError);
-      expect((e as { code: string }).code).toBe('ERR_CCA_NOT_SUPPORTED');
+      expect((e as { code: string }).code).toBe('ERR_INVALID_ARG_VALUE');
+      expect((e as Error).message).toMatch(/record_pinned_host_memory: true|recordPinnedHostMemory: true/);
     }
     expect(capture.maxEntries).toBe(7);  // unchanged
   });

@@ -257,8 +257,11 @@ const CALLS: Call[] = [
     ['skip_actions', (v: unknown) => v === undefined || v === null || (Array.isArray(v) && v.length === 0), [['nope'], [1]]],
     ['compile_context', kinds.optionalBool, []],
     ['global_record_annotations', kinds.optionalBool, []],
+    // record_cuda: false alone records nothing: refused (with record_pinned_host_memory it is host only).
     ['record_cuda', (v: unknown) => v === undefined || v === true, []],
-    ['record_pinned_host_memory', (v: unknown) => v === undefined || v === false, []],
+    ['record_pinned_host_memory', kinds.optionalBool, ['yes']],
+    ['recordCuda', (v: unknown) => v === undefined || v === true, []],
+    ['recordPinnedHostMemory', kinds.optionalBool, ['yes']],
   ] as const).map(([key, valid, extra]): Call => ({
     name: 'memory._record_memory_history', param: key, valid, extra: () => [...extra],
     // stackDepth beside the bad value: a refused call must not have set it.
@@ -269,7 +272,7 @@ const CALLS: Call[] = [
   ...([
     ['compile_context', kinds.optionalBool],
     ['record_cuda', (v: unknown) => v === undefined || v === true],
-    ['record_pinned_host_memory', (v: unknown) => v === undefined || v === false],
+    ['record_pinned_host_memory', kinds.optionalBool],
   ] as const).map(([key, valid]): Call => ({
     name: 'memory._record_memory_history (legacy)', param: key, valid, call: (v) => memory._record_memory_history(true, { [key]: v }),
   })),

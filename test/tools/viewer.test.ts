@@ -91,6 +91,21 @@ function pageLogic(): Viewer {
   return context.CCAViewer as Viewer;
 }
 
+
+/** A device history and a pinned host history (PyTorch 2.14's record_pinned_host_memory). */
+function withHost(): { snap: Snapshot; kept: { free(): void }[] } {
+  memory._record_memory_history({ enabled: 'all', context: 'all', record_pinned_host_memory: true });
+  const kept: { free(): void }[] = [cuda.alloc(MiB, { tag: 'weights' })];
+  for (let i = 0; i < 8; i++) {
+    const h = cuda.allocHost((i + 1) * 3000);
+    if (i % 3 === 0) kept.push(h);
+    else h.free();
+  }
+  const snap = memory._snapshot();
+  memory._record_memory_history(null, { record_pinned_host_memory: true });
+  return { snap, kept };
+}
+
 describe('viewer data and page logic', () => {
   it('the page rebuilds the live set and segments at every event as the allocator had them', () => {
     const snap = recorded();
@@ -255,6 +270,21 @@ describe('viewer data and page logic', () => {
     expect(plain(v.liveAt(dev, trace.length - 1, data.actions))).toBe(plain(live0));
   });
 
+  it('pinned host memory is one more view, numbered -1, replayed by the same page logic', () => {
+    const { snap, kept } = withHost();
+    const data = viewerData(snap, 'host');
+    expect(data.devices.map((d) => d.device)).toEqual([0, -1]);
+    const v = pageLogic();
+    const host = v.device(data.devices[1], data.actions);
+    expect(host.n).toBe(snap.host_traces!.length);
+    const live = v.liveAt(host, host.n - 1, data.actions);
+    const blocks = snap.host_segments!.flatMap((g) => g.blocks).filter((b) => b.state === 'active_allocated');
+    expect([...live.keys()].sort()).toEqual(blocks.map((b) => b.address).sort());
+    expect(v.segmentsAt(host, host.n - 1, data.actions)).toEqual(
+      snap.host_segments!.map((g) => ({ address: g.address, total: g.total_size })).sort((a, b) => a.address - b.address));
+    for (const k of kept) k.free();
+  });
+
   it('the HTML is self-contained and no string in the data can end its script', () => {
     const snap = recorded();
     snap.segments[0]!.blocks[0]!.user_metadata = '</script><script>alert(1)</script>';
@@ -336,6 +366,25 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? `the viewer in Chromium (${CHROM
     expect(errors).toEqual([]);
     expect(requests).toEqual([]);
     await page.close();
+  });
+
+  it('offers pinned host memory beside the devices and draws it', async () => {
+    const { snap, kept } = withHost();
+    const file = join(dir, 'host.html');
+    writeFileSync(file, viewerHtml(snap, 'host'));
+    const { page, errors, requests } = await open(file);
+    const options = await page.locator('#device option').allTextContents();
+    expect(options).toEqual([expect.stringMatching(/^device 0 \(\d+ events\)$/), `pinned host memory (${snap.host_traces!.length} events)`]);
+    await page.selectOption('#device', '1');
+    expect(await page.evaluate(bluePixels('timeline'))).toBeGreaterThan(100);
+    const box = (await page.locator('#timeline').boundingBox())!;
+    await page.mouse.click(box.x + box.width * 0.99, box.y + box.height * 0.6);
+    expect(await page.locator('#event').textContent()).toMatch(/^#\d+ {2}(alloc|free_requested|free_completed|segment_alloc)/);
+    expect(await page.locator('#live .row').count()).toBe(3);  // the three blocks kept
+    expect(errors).toEqual([]);
+    expect(requests).toEqual([]);
+    await page.close();
+    for (const k of kept) k.free();
   });
 
   it('opens a file with MemPools on the private-pool view, and switches back', async () => {
