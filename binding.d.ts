@@ -325,6 +325,14 @@ export interface NativeBinding {
   /** The queued entries as snapshot trace records, and how many were dropped since the last drain. */
   traceDrain(device: number): { traces: Float64Array; dropped: number };
   referencedStacks(): Uint32Array;
+  /** Native stacks of C ABI callers: taken at context `level` on (0 never), `depth` frames. */
+  setNativeStacks(level: number, depth: number): void;
+  /** A native stack's frames as (filename, name, offset) triples, innermost first; [] for an unknown id. */
+  nativeStackFrames(id: number): (string | number)[];
+  /** The id the next new native stack gets (ids only grow). */
+  nativeStacksNext(): number;
+  /** Forgets the native stacks numbered below `below` that `keep` does not name. */
+  nativeStacksRetain(keep: Uint32Array, below: number): void;
   /** The field names of each snapshot record, in order (native/binding/snapshot_records.h). */
   snapshotLayout(): { segment: string[]; block: string[]; trace: string[] };
   traceActionNames(): string[];

@@ -15,7 +15,11 @@ export interface RecordHistoryOptions {
   enabled?: HistoryEnabled;
   /** Which stacks to keep: null none, 'state' live blocks, 'alloc' also trace entries, 'all' also free sites. */
   context?: HistoryContext;
-  /** 'js' (or 'all', the same here: native frames would only show the N-API trampoline). */
+  /**
+   * 'all' (the default, as in PyTorch): JS stacks, and native backtraces for allocations made
+   * through the C ABI (include/cca.h) by native code; 'js' (or PyTorch's 'python'): JS
+   * stacks only, a native caller's memory then carrying one frame that names it.
+   */
   stacks?: 'js' | 'all' | 'python';
   /** Ring size; forced to 1 unless enabled is 'all'. Default: unbounded. */
   maxEntries?: number;
@@ -174,7 +178,8 @@ export function recordMemoryHistory(enabledOrOptions?: HistoryEnabled | boolean 
   // Everything is checked: only now does anything change.
   if (depth !== undefined) stacks.depth = depth;
   if (keepNode !== undefined) stacks.keepNodeFrames = keepNode;
-  apply(enabled !== null, enabled === null ? 0 : CONTEXT_LEVEL[context ?? ''] ?? 0, maxEntries, skipMask, clear, rate, targets);
+  const level = enabled === null ? 0 : CONTEXT_LEVEL[context ?? ''] ?? 0;
+  apply(enabled !== null, level, maxEntries, skipMask, clear, rate, targets, (o.stacks ?? 'all') === 'all');
 }
 
 const optionalBoolean = (o: Record<string, unknown>, key: string, fallback: boolean): boolean =>
@@ -187,14 +192,14 @@ function recordLegacy(enabled: boolean, o: Record<string, unknown>): void {
   for (const [key, value] of Object.entries(o)) ignoredPyTorchKey(key, value);
   const recordContext = optionalBoolean(o, 'record_context', true);
   const allocContext = optionalBoolean(o, 'trace_alloc_record_context', false);
-  optionalBoolean(o, 'record_context_cpp', false);
+  const cpp = optionalBoolean(o, 'record_context_cpp', false);
   const clear = optionalBoolean(o, 'clear_history', false);
   const max = o.trace_alloc_max_entries === undefined ? 1 : checkInteger('trace_alloc_max_entries', o.trace_alloc_max_entries, 0, Number.MAX_SAFE_INTEGER);
   const skipMask = actionMask(o.skip_actions, 'skip_actions');
   const targets = targetsOf(o.record_cuda, o.record_pinned_host_memory, ['record_cuda', 'record_pinned_host_memory']);
   resolveDevice(o.device, 'device');
   const level = !enabled ? 0 : allocContext ? 2 : recordContext ? 1 : 0;
-  apply(enabled, level, max, skipMask, clear, 1, targets);
+  apply(enabled, level, max, skipMask, clear, 1, targets, cpp);
 }
 
 /** The bit mask (1 << index in traceActionNames()) of a list of action names. */
@@ -214,10 +219,12 @@ export function actionMask(actions: unknown, name: string): number {
 }
 
 function apply(enabled: boolean, level: number, maxEntries: number, skipMask: number, clear: boolean, rate: number,
-  targets: Targets): void {
+  targets: Targets, nativeStacks: boolean): void {
   if (targets.cuda) {
     native.setHistory(enabled, level, maxEntries, skipMask, clear);
     setCapture(enabled, level, maxEntries, clear, rate);
+    // C ABI callers' backtraces, at the same context level (PyTorch's stacks="all").
+    native.setNativeStacks(enabled && nativeStacks ? level : 0, stacks.depth);
   }
   if (targets.host) setHostHistory(enabled, level, maxEntries, clear);
   if (!enabled) stacks.compact();
@@ -246,6 +253,7 @@ export function onHistoryCleared(hook: () => void): void {
 export function forgetHistorySettings(): void {
   setCapture(false, 0, 0, false, 1);
   forgetHostHistorySettings();
+  native.setNativeStacks(0, stacks.depth);
 }
 
 /** Whether this event gets a stack, honouring the sample rate. Hot path. */

@@ -60,7 +60,8 @@ export class StackStore {
     Error.captureStackTrace(holder, above);
     Error.stackTraceLimit = limit;
     const id = this.#next;
-    this.#next = id >= 0xfffffff0 ? 1 : id + 1;
+    // Ids from NATIVE_STACK_BIT up are the native side's (C ABI callers' backtraces).
+    this.#next = id >= NATIVE_STACK_BIT - 16 ? 1 : id + 1;
     this.#pending.set(id, holder);
     if (this.#pending.size + this.#resolved.size >= this.#compactAt) this.compact();
     return id;
@@ -71,6 +72,7 @@ export class StackStore {
     if (id === 0) return EMPTY;
     const done = this.#resolved.get(id);
     if (done) return done;
+    if (id >= NATIVE_STACK_BIT) return this.#nativeFrames(id);
     const holder = this.#pending.get(id);
     if (!holder) return EMPTY;
     this.#pending.delete(id);
@@ -109,6 +111,22 @@ export class StackStore {
     return node.frames;
   }
 
+  // A C ABI caller's backtrace, symbolized by the native side (module, function or offset;
+  // no line numbers: that would take the modules' debug information).
+  #nativeFrames(id: number): Frame[] {
+    const flat = native.nativeStackFrames(id);
+    if (flat.length === 0) return EMPTY;
+    const frames: Frame[] = [];
+    for (let i = 0; i < flat.length; i += 3) {
+      const frame: Frame = { filename: flat[i] as string, line: 0, name: flat[i + 1] as string, column: 0 };
+      markShared(frame);
+      frames.push(frame);
+    }
+    markShared(frames);
+    this.#resolved.set(id, frames);
+    return frames;
+  }
+
   #frameId(file: string, site: NodeJS.CallSite): number {
     const line = site.getLineNumber() ?? 0;
     const column = site.getColumnNumber() ?? 0;
@@ -131,7 +149,11 @@ export class StackStore {
 
   /** Drops every stack the native side no longer references. */
   compact(): void {
-    const keep = new Set(native.referencedStacks());
+    // Read first: a native stack taken while the allocator is asked is newer, and kept.
+    const below = native.nativeStacksNext();
+    const referenced = native.referencedStacks();
+    native.nativeStacksRetain(referenced.filter((id) => id >= NATIVE_STACK_BIT), below);
+    const keep = new Set(referenced);
     for (const id of this.#pending.keys()) if (!keep.has(id)) this.#pending.delete(id);
     for (const id of this.#resolved.keys()) if (!keep.has(id)) this.#resolved.delete(id);
     const live = this.#pending.size + this.#resolved.size;
@@ -148,6 +170,9 @@ export class StackStore {
     return this.#pending.size + this.#resolved.size;
   }
 }
+
+/** Stack ids at and above this are native stacks (native/interop/native_stacks.h). */
+export const NATIVE_STACK_BIT = 0x80000000;
 
 const EMPTY: Frame[] = [];
 markShared(EMPTY);

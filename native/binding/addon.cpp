@@ -14,6 +14,7 @@
 #include "launch_functions.h"
 #include "host_functions.h"
 #include "host_history_functions.h"
+#include "native_stack_functions.h"
 #include "mem_pool_functions.h"
 #include "memory_functions.h"
 #include "replay_functions.h"
@@ -38,6 +39,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   cca::binding::register_compiler_functions(env, exports);
   cca::binding::register_host_functions(env, exports);
   cca::binding::register_host_history_functions(env, exports);
+  cca::binding::register_native_stack_functions(env, exports);
   cca::binding::register_interop_functions(env, exports);
   cca::binding::register_graph_functions(env, exports);
   cca::binding::register_blas_functions(env, exports);

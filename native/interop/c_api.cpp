@@ -14,6 +14,7 @@
 #include "thread_frees.h"
 #include "clients.h"
 #include "client_captures.h"
+#include "native_stacks.h"
 
 namespace cca {
 
@@ -90,7 +91,9 @@ cca_status api_malloc(cca_client* client, int device, std::size_t size, cca_stre
   if (out == nullptr) return fail(CCA_ERR_INVALID_ARGUMENT, "malloc: `out` is NULL");
   return guarded([&] {
     DeviceCachingAllocator& a = client->runtime->allocator(device);
-    *out = a.malloc_counted(size, stream, client->owner, CallContext{0, client->tag},
+    // The caller's native stack while history keeps allocation stacks (context 'state' on).
+    const CallContext ctx{native_stacks().capture_if(1), client->tag};
+    *out = a.malloc_counted(size, stream, client->owner, ctx,
                             client->counters[static_cast<std::size_t>(device)]);
   });
 }
@@ -100,7 +103,8 @@ cca_status api_free(cca_client* client, int device, cca_ptr ptr) {
   if (ptr == 0) return CCA_OK;
   return guarded([&] {
     DeviceCachingAllocator& a = client->runtime->allocator(device);
-    ClientCalls(a).free_owned(ptr, client->owner, CallContext{0, client->tag}, client->counters[static_cast<std::size_t>(device)]);
+    const CallContext ctx{native_stacks().capture_if(3), client->tag};  // free stacks: context 'all'
+    ClientCalls(a).free_owned(ptr, client->owner, ctx, client->counters[static_cast<std::size_t>(device)]);
   });
 }
 

@@ -80,6 +80,35 @@ const cases = [
     consumer.close(c);
     assert.equal(usage('codec').open, 0);
   }],
+  ['with history keeping stacks, a native caller\'s memory carries its native backtrace', () => {
+    const c = open('decoder');
+    memory._record_memory_history({ enabled: 'all', context: 'all', stacks: 'all', max_entries: 1000 });
+    const p = ok(consumer.malloc(c, 0, 5000n, 0n)).ptr;
+    const block = memory._snapshot().segments.flatMap((s) => s.blocks).find((b) => b.address === Number(p));
+    // Innermost first: the consumer's exported caller (named by the dynamic symbol table), in
+    // the consumer's module; none of the allocator's own frames; nothing below the executable.
+    assert.equal(block.frames[0].name, 'consumer_malloc');
+    assert.match(block.frames[0].filename, /consumer[^/]*\.node$/);
+    // Every frame is the consumer's: the allocator's own are dropped, and the walk stops at
+    // the executable (node calling the consumer's N-API function).
+    assert.ok(block.frames.every((f) => /consumer[^/]*\.node$/.test(f.filename) && f.line === 0), JSON.stringify(block.frames));
+    assert.equal(memory._allocation_traceback(Number(p))?.[0]?.name, 'consumer_malloc');
+    ok(consumer.free(c, 0, p));
+    const t = memory._snapshot().device_traces[0].filter((e) => e.addr === Number(p));
+    const alloc = t.find((e) => e.action === 'alloc');
+    const freed = t.find((e) => e.action === 'free_requested');
+    assert.equal(alloc.frames[0].name, 'consumer_malloc');
+    assert.match(freed.frames[0].filename, /consumer[^/]*\.node$/);  // context 'all': the free's stack too (a static caller: module+offset)
+    assert.match(freed.frames[0].name, /^consumer[^/]*\.node\+0x[0-9a-f]+$/);
+    // stacks 'js': the one frame that names the client, as with history off.
+    memory._record_memory_history({ enabled: 'all', context: 'all', stacks: 'js', max_entries: 1000 });
+    const q = ok(consumer.malloc(c, 0, 5000n, 0n)).ptr;
+    const named = memory._snapshot().segments.flatMap((s) => s.blocks).find((b) => b.address === Number(q));
+    assert.match(named.frames[0].name, /allocated by native code \(decoder\); no native stack recorded/);
+    ok(consumer.free(c, 0, q));
+    memory._record_memory_history(null);
+    consumer.close(c);
+  }],
   ['bad calls are statuses with messages, and change nothing', () => {
     const c = open('bad-calls');
     const other = open('other');

@@ -1,0 +1,5 @@
+#pragma once
+#include <napi.h>
+namespace cca::binding {
+void register_native_stack_functions(Napi::Env env, Napi::Object exports);
+}
