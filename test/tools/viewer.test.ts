@@ -387,6 +387,39 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? `the viewer in Chromium (${CHROM
     for (const k of kept) k.free();
   });
 
+  it('a native client\'s live block shows the native frames the C ABI recorded', async () => {
+    // The consumer addon (test/interop/consumer.c) allocates in a child process on the
+    // simulator; the file it dumps is opened here.
+    const file = join(dir, 'native-client.pickle');
+    const code = `
+      import { createRequire } from 'node:module';
+      import { buildConsumer } from ${JSON.stringify(fileURLToPath(new URL('../interop/build-consumer.mjs', import.meta.url)))};
+      import { interop, memory } from ${JSON.stringify(new URL('../../dist/index.js', import.meta.url).href)};
+      const consumer = createRequire(import.meta.url)(buildConsumer(interop.includeDir, ${JSON.stringify(dir)}));
+      consumer.attach(interop.allocatorApi());
+      const c = consumer.open('codec', 1).client;
+      memory._record_memory_history({ enabled: 'all', context: 'all', stacks: 'all' });
+      const freed = consumer.malloc(c, 0, 4096n, 0n).ptr;
+      consumer.malloc(c, 0, 1n << 20n, 0n);
+      consumer.free(c, 0, freed);
+      memory._dump_snapshot(${JSON.stringify(file)});`;
+    execFileSync(process.execPath, ['--input-type=module', '-e', code], { env: { ...process.env, CCA_DEVICE: 'sim' } });
+    const html = join(dir, 'native-client.html');
+    writeFileSync(html, viewerHtml(loadSnapshot(file), 'native client'));
+    const { page, errors, requests } = await open(html);
+    const box = (await page.locator('#timeline').boundingBox())!;
+    await page.mouse.click(box.x + box.width * 0.99, box.y + box.height * 0.6);  // the last events
+    const rows = page.locator('#live .row');
+    expect(await rows.count()).toBe(1);
+    expect(await rows.first().textContent()).toContain('consumer_malloc');
+    await rows.first().click();
+    const text = (await page.locator('#event').textContent())!;
+    expect(text).toMatch(/^live block 0x[0-9a-f]+, 1\.00 MiB\n\nconsumer_malloc .*consumer\.node/);
+    expect(errors).toEqual([]);
+    expect(requests).toEqual([]);
+    await page.close();
+  });
+
   it('opens a file with MemPools on the private-pool view, and switches back', async () => {
     const { snap, kept } = withPools();
     const file = join(dir, 'pools.html');
