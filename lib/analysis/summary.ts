@@ -49,16 +49,21 @@ export function summarize(snapshot: Snapshot): DeviceSummary[] {
     const segs = snapshot.segments.filter((s) => s.device === device);
     const traces = snapshot.device_traces[device] ?? [];
     const summary = summarizeDevice(device, segs, traces, frag.get(device));
-    // Reserved memory along the history follows its segment events (as the timeline sums them).
-    if (traces.length > 0) {
-      let reserved = reservedAtStart(snapshot, device);
-      for (const e of traces) {
-        reserved += segmentDelta(e);
-        if (reserved > summary.peakReserved) summary.peakReserved = reserved;
-      }
-    }
+    if (traces.length > 0) summary.peakReserved = peakAlong(reservedAtStart(snapshot, device), traces, summary.peakReserved);
     return summary;
   }).concat(hostSummary(snapshot));
+}
+
+// Reserved memory along a history follows its segment events (as the timeline sums them):
+// the most it reached from `start`, or `floor` if more.
+function peakAlong(start: number, traces: TraceEntry[], floor: number): number {
+  let reserved = start;
+  let peak = floor;
+  for (const e of traces) {
+    reserved += segmentDelta(e);
+    if (reserved > peak) peak = reserved;
+  }
+  return peak;
 }
 
 function hostSummary(snapshot: Snapshot): DeviceSummary[] {
@@ -78,11 +83,7 @@ function hostSummary(snapshot: Snapshot): DeviceSummary[] {
   summary.externalFragmentation = free > 0 ? 1 - summary.largestFreeBlock / free : 0;
   let growth = 0;
   for (const e of traces) growth += segmentDelta(e);
-  let pinned = summary.reserved - growth;
-  for (const e of traces) {
-    pinned += segmentDelta(e);
-    if (pinned > summary.peakReserved) summary.peakReserved = pinned;
-  }
+  summary.peakReserved = peakAlong(summary.reserved - growth, traces, summary.peakReserved);
   return [summary];
 }
 

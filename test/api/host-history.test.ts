@@ -56,6 +56,8 @@ describe('record_pinned_host_memory', () => {
     expect(Object.keys(seg.blocks[0]!)).toEqual(['address', 'size', 'requested_size', 'state', 'frames']);
     expect(seg.blocks[0]).toMatchObject({ address: seg.address, size: 4096, requested_size: 4096, state: 'active_allocated' });
     expect(seg.blocks[0]!.frames[0]!.filename).toMatch(/host-history\.test\.ts$/);
+    // The 128-byte block went back to the system: pinned now 4 KiB, at most 4 KiB + 128 B.
+    expect(analysis.summarize(s).at(-1)).toMatchObject({ device: -1, reserved: 4096, peakReserved: 4096 + 128 });
     kept.free();
     // Freed and cached: inactive, no frames (PyTorch forgets the context at free).
     const after = memory._snapshot().host_segments![0]!;
@@ -130,6 +132,9 @@ describe('record_pinned_host_memory', () => {
     for (let i = 0; i < 3; i++) memory.annotate('step', () => leaked.push(cuda.allocHost(2000)));
     const file = join(dir, 'host.pickle');
     memory._dump_snapshot(file);
+    const json = join(dir, 'host.json');
+    memory._dump_snapshot(json);  // the JSON writer's path (device traces written lazily) keeps both keys too
+    expect(loadSnapshot(json).host_traces).toEqual(loadSnapshot(file).host_traces);
     const py = execFileSync('python3', ['-c', `
 import pickle, sys
 s = pickle.load(open(sys.argv[1], 'rb'))
