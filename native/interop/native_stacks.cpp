@@ -107,9 +107,20 @@ std::vector<NativeFrame> NativeStacks::frames(std::uint32_t id) {
       // function is some other one: a name only when the symbol's extent holds the address.
       const bool named = found && info.dli_sname != nullptr && symbol != nullptr &&
                          static_cast<char*>(at) < static_cast<char*>(info.dli_saddr) + symbol->st_size;
+      // The full symbol table names static and hidden functions too (addresses in it are the
+      // file's: the running address less the module's load bias).
+      const char* full = nullptr;
+      void* map = nullptr;
+      if (found && dladdr1(at, &info, &map, RTLD_DL_LINKMAP) != 0 && map != nullptr) {
+        std::unique_ptr<ElfSymbols>& table = symtabs_[module];
+        if (!table) table = std::make_unique<ElfSymbols>(module);
+        full = table->function_at(reinterpret_cast<std::uintptr_t>(at) - static_cast<link_map*>(map)->l_addr);
+      }
       const std::uint64_t offset = found ? static_cast<std::uint64_t>(static_cast<char*>(at) - static_cast<char*>(info.dli_fbase)) : 0;
       std::string name;
-      if (named) {
+      if (full != nullptr) {
+        name = demangled(full);
+      } else if (named) {
         name = demangled(info.dli_sname);
       } else {
         char hex[32];

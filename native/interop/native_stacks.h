@@ -2,15 +2,19 @@
 // history keeps stacks, an allocation (and with context 'all' a free) made through
 // include/cca.h takes a backtrace at the entry point, interned here as a stack id the
 // allocator records like the JS side's ids (which stay below kNativeStackBit). Addresses
-// are kept raw and symbolized only when a snapshot asks for their frames (dladdr: the module
-// and, where it exports one, the function; the offset otherwise, for addr2line).
+// are kept raw and symbolized only when a snapshot asks for their frames: the module (dladdr)
+// and the function, from the module's full symbol table (elf_symbols.h) or its dynamic one;
+// the offset where neither names it (a stripped module), for addr2line.
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "elf_symbols.h"
 
 namespace cca {
 
@@ -59,6 +63,7 @@ class NativeStacks {
   mutable std::mutex mu_;
   std::unordered_map<std::uint32_t, Stack> by_id_;
   std::unordered_map<std::vector<void*>, std::uint32_t, PcsHash> ids_;
+  std::unordered_map<std::string, std::unique_ptr<ElfSymbols>> symtabs_;  // by module, read when first needed
   std::uint32_t next_ = kNativeStackBit | 1u;
 };
 

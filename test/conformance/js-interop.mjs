@@ -98,8 +98,11 @@ const cases = [
     const alloc = t.find((e) => e.action === 'alloc');
     const freed = t.find((e) => e.action === 'free_requested');
     assert.equal(alloc.frames[0].name, 'consumer_malloc');
-    assert.match(freed.frames[0].filename, /consumer[^/]*\.node$/);  // context 'all': the free's stack too (a static caller: module+offset)
-    assert.match(freed.frames[0].name, /^consumer[^/]*\.node\+0x[0-9a-f]+$/);
+    // Context 'all': the free's stack too. Its caller is static: named from the module's
+    // full symbol table, which dladdr does not read.
+    assert.match(freed.frames[0].filename, /consumer[^/]*\.node$/);
+    assert.equal(freed.frames[0].name, 'do_free');
+    assert.equal(block.frames[1]?.name, 'do_malloc');
     // stacks 'js': the one frame that names the client, as with history off.
     memory._record_memory_history({ enabled: 'all', context: 'all', stacks: 'js', max_entries: 1000 });
     const q = ok(consumer.malloc(c, 0, 5000n, 0n)).ptr;

@@ -1,11 +1,17 @@
 // The table of C ABI callers' native stacks: taken only from the configured context level
 // on, interned (one call site, one id, above the JS ids), and compacted without losing a
-// stack taken while the JS side asked which ids are referenced. Symbolization is checked
-// from a real consumer module (test/conformance/js-interop.mjs): in this executable every
-// frame is the allocator's own or the executable's, both of which it drops.
+// stack taken while the JS side asked which ids are referenced; and the full symbol table's
+// lookup, on this executable. Whole stacks are symbolized from a real consumer module in
+// test/conformance/js-interop.mjs: in this executable every frame is the allocator's own or
+// the executable's, both of which a stack drops.
+#include <dlfcn.h>
+#include <link.h>
+
+#include <string>
 #include <vector>
 
 #include "harness.h"
+#include "interop/elf_symbols.h"
 #include "interop/native_stacks.h"
 
 using namespace cca;
@@ -70,4 +76,28 @@ TEST(native_stacks_compaction_keeps_referenced_and_newer_stacks) {
   CHECK_EQ(r[1].kept, r[0].kept);                     // K is still interned: the same id
   CHECK(r[1].dropped != r[0].dropped);                // D was forgotten: taken again, a new id
   CHECK(r[1].dropped > r[0].newer);
+}
+
+namespace {
+// Static: only the full symbol table names it.
+__attribute__((noinline)) int static_function_for_the_symbol_table(int x) {
+  __asm__ volatile("" ::: "memory");
+  return x + 1;
+}
+}  // namespace
+
+TEST(elf_symbols_name_static_functions_from_the_full_symbol_table) {
+  void* fn = reinterpret_cast<void*>(&static_function_for_the_symbol_table);
+  Dl_info info{};
+  void* map = nullptr;
+  CHECK(dladdr1(fn, &info, &map, RTLD_DL_LINKMAP) != 0 && map != nullptr);
+  const ElfSymbols table("/proc/self/exe");
+  CHECK(!table.empty());
+  const std::uint64_t vaddr = reinterpret_cast<std::uintptr_t>(fn) - static_cast<link_map*>(map)->l_addr;
+  const char* name = table.function_at(vaddr + 1);  // inside the function, past its start
+  CHECK(name != nullptr);
+  CHECK(std::string(name).find("static_function_for_the_symbol_table") != std::string::npos);
+  CHECK(static_function_for_the_symbol_table(1) == 2);
+  CHECK(ElfSymbols("/nonexistent/module.so").empty());
+  CHECK(ElfSymbols("/proc/self/status").empty());  // not ELF
 }
