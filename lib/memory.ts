@@ -269,7 +269,8 @@ export function memory_snapshot(options?: SnapshotOptions): Segment[] {
   return segmentsOf(checkSnapshotOptions(options));
 }
 
-/** The whole snapshot dict: segments, device_traces, allocator_settings, external_annotations. */
+/** The whole snapshot dict: segments, device_traces, allocator_settings, external_annotations,
+ *  host_segments and host_traces (pinned host memory; empty lists while its history is off). */
 export function _snapshot(options?: SnapshotOptions): Snapshot {
   // Built here from the allocator's own records: the analyses need not check it again.
   return markChecked(fullSnapshot(checkSnapshotOptions(options)));
